@@ -1,0 +1,52 @@
+"""Shared dispatch rules: when an input may take the Numba path, and how it is prepared.
+
+A dispatcher in this package asks `numba_eligible(*arrays)` first (mode allows it, every
+array is a NumPy float32/float64 array of one dtype), then compares the input's size with
+its own measured threshold. CuPy arrays never reach Numba: a CUDA kernel would be chosen
+at the `# GPU kernels go here` point of each dispatcher; today they take the twin.
+"""
+import numpy as np
+
+from minigrad.kernels.mode import get_mode
+
+KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_ALIGNMENT = 64  # bytes: one cache line, the widest vector load
+
+
+def numba_eligible(*arrays) -> bool:
+    """True when the mode allows a Numba kernel and every array is a NumPy array of one
+    float dtype that the kernels are compiled for."""
+    if get_mode() == "numpy":
+        return False
+    first = arrays[0]
+    if type(first) is not np.ndarray or first.dtype not in KERNEL_DTYPES:
+        return False
+    return all(type(a) is np.ndarray and a.dtype == first.dtype for a in arrays[1:])
+
+
+def forced() -> bool:
+    """True in "numba" mode: use a kernel whatever the size."""
+    return get_mode() == "numba"
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    raw = np.empty(count * dtype.itemsize + _ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % _ALIGNMENT
+    return raw[start : start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def as_kernel_array(a: np.ndarray) -> np.ndarray:
+    """`a` itself when it is C-contiguous, else an aligned contiguous copy."""
+    if a.flags.c_contiguous:
+        return a
+    copy = aligned_empty(a.shape, a.dtype)
+    copy[...] = a
+    return copy
+
+
+def rows_of(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous 2-D view (rows, last axis) of `a`, copying only if needed."""
+    return as_kernel_array(a).reshape(-1, a.shape[-1])

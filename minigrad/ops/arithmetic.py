@@ -1,0 +1,150 @@
+"""+ - * / ** and negation. Broadcast inputs get full-shaped gradients here; the engine
+sums them back to each input's shape."""
+from __future__ import annotations
+
+from minigrad.autograd import Function
+from minigrad.ops.operands import binary_operands
+from minigrad.tensor import Tensor
+
+
+class Add(Function):
+    """out = a + b"""
+
+    def forward(self, a, b):
+        return a + b
+
+    def backward(self, grad):
+        return grad, grad
+
+
+class Sub(Function):
+    """out = a - b"""
+
+    def forward(self, a, b):
+        return a - b
+
+    def backward(self, grad):
+        return grad, -grad if self.needs_input_grad[1] else None
+
+
+class Mul(Function):
+    """out = a * b"""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a * b
+
+    def backward(self, grad):
+        a, b = self.saved
+        grad_a = grad * b if self.needs_input_grad[0] else None
+        grad_b = grad * a if self.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Div(Function):
+    """out = a / b;  da = g / b,  db = -g * a / b^2"""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a / b
+
+    def backward(self, grad):
+        a, b = self.saved
+        grad_a = grad / b if self.needs_input_grad[0] else None
+        grad_b = -grad * a / (b * b) if self.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Neg(Function):
+    """out = -a"""
+
+    def forward(self, a):
+        return -a
+
+    def backward(self, grad):
+        return -grad
+
+
+class PowScalar(Function):
+    """out = a ** p for a constant p;  da = g * p * a^(p-1)"""
+
+    def forward(self, a, exponent):
+        self.save_for_backward(a)
+        self.exponent = exponent
+        return a**exponent
+
+    def backward(self, grad):
+        (a,) = self.saved
+        p = self.exponent
+        if p == 0:
+            return grad * 0
+        if p == 1:
+            return grad
+        return grad * p * a ** (p - 1)
+
+
+class Pow(Function):
+    """out = a ** b;  da = g * b * a^(b-1),  db = g * out * log(a)"""
+
+    def forward(self, a, b):
+        out = a**b
+        self.save_for_backward(a, b, out)
+        return out
+
+    def backward(self, grad):
+        a, b, out = self.saved
+        grad_a = grad * b * a ** (b - 1) if self.needs_input_grad[0] else None
+        grad_b = None
+        if self.needs_input_grad[1]:
+            # d(a^b)/db = a^b log a, and 0 where a^b is 0 (the limit as a -> 0+)
+            grad_b = grad * out * _log_where_nonzero(a, out)
+        return grad_a, grad_b
+
+
+def _log_where_nonzero(a: Tensor, out: Tensor) -> Tensor:
+    from minigrad.ops.select import where
+
+    nonzero = out != 0
+    return where(nonzero, where(nonzero, a, 1.0).log(), 0.0)
+
+
+def add(a, b) -> Tensor:
+    a, b = binary_operands(a, b)
+    return Add.apply(a, b)
+
+
+def sub(a, b) -> Tensor:
+    a, b = binary_operands(a, b)
+    return Sub.apply(a, b)
+
+
+def mul(a, b) -> Tensor:
+    a, b = binary_operands(a, b)
+    return Mul.apply(a, b)
+
+
+def div(a, b) -> Tensor:
+    a, b = binary_operands(a, b)
+    if not a.dtype.is_floating_point:  # true division of integers gives the default float
+        from minigrad import dtypes
+
+        a, b = a.to(dtypes.float32), b.to(dtypes.float32)
+    return Div.apply(a, b)
+
+
+def neg(a: Tensor) -> Tensor:
+    return Neg.apply(a)
+
+
+def pow(a, exponent) -> Tensor:  # noqa: A001  (torch's name)
+    """a ** exponent; a Python-number exponent is a constant of the op."""
+    if isinstance(a, Tensor) and isinstance(exponent, (int, float)) and not isinstance(
+        exponent, bool
+    ):
+        if not a.dtype.is_floating_point and (isinstance(exponent, float) or exponent < 0):
+            from minigrad import dtypes
+
+            a = a.to(dtypes.float32)
+        return PowScalar.apply(a, exponent=exponent)
+    a, b = binary_operands(a, exponent)
+    return Pow.apply(a, b)

@@ -1,0 +1,43 @@
+"""Changing dtype or device, differentiably (the gradient goes back the other way)."""
+from __future__ import annotations
+
+from minigrad import dtypes
+from minigrad.autograd import Function
+from minigrad.backend import Device, device_of, to_device as _move
+from minigrad.tensor import Tensor
+
+
+class ToDtype(Function):
+    """out = x as another dtype;  dx = g as x's dtype"""
+
+    def forward(self, x, dtype):
+        self.input_dtype = dtypes.from_numpy(x.dtype)
+        return x.astype(dtype.np)
+
+    def backward(self, grad):
+        return grad.to(self.input_dtype) if self.input_dtype.is_floating_point else None
+
+
+class ToDevice(Function):
+    """out = x copied to another device;  dx = g copied back"""
+
+    def forward(self, x, device):
+        self.input_device = device_of(x)
+        return _move(x, device)
+
+    def backward(self, grad):
+        return grad.to(self.input_device)
+
+
+def to_dtype(x: Tensor, dtype: dtypes.dtype) -> Tensor:
+    if x.data.dtype == dtype.np:
+        return x
+    if x._requires_grad and not dtype.is_floating_point:
+        return Tensor._wrap(x.data.astype(dtype.np), None)  # an integer result has no grad
+    return ToDtype.apply(x, dtype=dtype)
+
+
+def to_device(x: Tensor, device: Device) -> Tensor:
+    if x.device == device:
+        return x
+    return ToDevice.apply(x, device=device)

@@ -1,0 +1,142 @@
+"""Indexing: x[index] with slices (any step), None, ..., integer arrays and bool masks,
+and the in-place writes `x[index] = v`, `add_`, `mul_`, ... (outside the graph)."""
+from __future__ import annotations
+
+from minigrad.autograd import STATE, Function
+from minigrad.backend import array_module
+from minigrad.tensor import Tensor
+
+
+class GetItem(Function):
+    """out = x[index];  dx = zeros like x with g scatter-added at index
+    (added, not assigned, so an index that repeats collects every gradient)"""
+
+    is_view = True
+
+    def forward(self, x, index):
+        self.index = index
+        self.input_shape = x.shape
+        return x[index]
+
+    def backward(self, grad):
+        return IndexAdd.apply(grad, index=self.index, shape=self.input_shape)
+
+
+class IndexAdd(Function):
+    """out = zeros(shape) with g added at index (the adjoint of GetItem);  dg = dout[index]"""
+
+    def forward(self, grad, index, shape):
+        self.index = index
+        xp = array_module(grad)
+        out = xp.zeros(shape, dtype=grad.dtype)
+        if _is_basic(index):
+            out[index] = grad  # basic indexing never repeats an element
+        elif xp.__name__ == "numpy":
+            xp.add.at(out, index, grad)
+        else:
+            import cupyx
+
+            cupyx.scatter_add(out, index, grad)
+        return out
+
+    def backward(self, grad):
+        return GetItem.apply(grad, index=self.index)
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    index = _to_array_index(index, x)
+    try:
+        return GetItem.apply(x, index=index)
+    except RuntimeError as exc:
+        raise IndexError(
+            f"index {_describe(index)} is out of range or invalid for a tensor of shape "
+            f"{tuple(x.shape)}: {exc.__cause__ or exc}"
+        ) from exc
+
+
+def setitem_(x: Tensor, index, value) -> None:
+    """x[index] = value, in place."""
+    _check_inplace(x, "setitem")
+    index = _to_array_index(index, x)
+    value = value.data if isinstance(value, Tensor) else value
+    try:
+        x.data[index] = value
+    except (IndexError, ValueError) as exc:
+        raise IndexError(
+            f"setitem: cannot assign a value of shape {getattr(value, 'shape', ())} to index "
+            f"{_describe(index)} of a tensor of shape {tuple(x.shape)}: {exc}"
+        ) from exc
+    x._version[0] += 1
+
+
+def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor:
+    """Apply an in-place update to x's array and bump its version (see Tensor.add_)."""
+    _check_inplace(x, op + "_")
+    xp = x.xp
+    operand = value.data if isinstance(value, Tensor) else value
+    data = x.data
+    try:
+        if op == "add":
+            data += operand
+        elif op == "sub":
+            data -= operand
+        elif op == "mul":
+            data *= operand
+        elif op == "div":
+            data /= operand
+        elif op == "copy":
+            data[...] = operand
+        elif op == "masked_fill":
+            mask_array = mask.data if isinstance(mask, Tensor) else mask
+            data[...] = xp.where(mask_array, operand, data)
+        elif op == "clamp":
+            xp.clip(data, low, high, out=data)
+    except (ValueError, TypeError) as exc:
+        raise RuntimeError(
+            f"{op}_: cannot update a tensor of shape {tuple(x.shape)} ({x.dtype}) with a "
+            f"value of shape {tuple(getattr(operand, 'shape', ()))}: {exc}"
+        ) from exc
+    x._version[0] += 1
+    return x
+
+
+def _check_inplace(x: Tensor, op: str) -> None:
+    if STATE.grad_enabled and x._requires_grad:
+        kind = "a leaf tensor" if x.grad_fn is None else "a tensor in the graph"
+        raise RuntimeError(
+            f"{op}: {kind} that requires grad (shape {tuple(x.shape)}) cannot be changed in "
+            "place while grad mode is on; wrap the update in `with mg.no_grad():` or use an "
+            "out-of-place op"
+        )
+
+
+def _to_array_index(index, x: Tensor):
+    """Replace tensors inside an index by their arrays (on x's device)."""
+    if isinstance(index, tuple):
+        return tuple(_index_part(part, x) for part in index)
+    return _index_part(index, x)
+
+
+def _index_part(part, x: Tensor):
+    if isinstance(part, Tensor):
+        if part.dtype.is_floating_point:
+            raise IndexError(
+                f"tensors used as indices must be int64 or bool, got {part.dtype} of shape "
+                f"{tuple(part.shape)}"
+            )
+        return part.data
+    if isinstance(part, list):
+        return x.xp.asarray(part)
+    return part
+
+
+def _is_basic(index) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (int, slice)) for p in parts)
+
+
+def _describe(index) -> str:
+    parts = index if isinstance(index, tuple) else (index,)
+    return "[" + ", ".join(
+        f"array{tuple(p.shape)}" if hasattr(p, "shape") and p.ndim else repr(p) for p in parts
+    ) + "]"

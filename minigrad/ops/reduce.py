@@ -1,0 +1,153 @@
+"""Reductions: sum, mean, max/min, arg-max/min, var/std, logsumexp."""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from minigrad.autograd import Function
+from minigrad.ops.operands import normalize_dim, normalize_dims
+from minigrad.tensor import Tensor
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+class Sum(Function):
+    """out = sum of x over dims;  dx = g broadcast back over the summed dims"""
+
+    def forward(self, x, dims=None, keepdim=False):
+        self.input_shape = x.shape
+        self.kept_shape = _kept_shape(x.shape, dims)
+        return x.sum(axis=dims, keepdims=keepdim)
+
+    def backward(self, grad):
+        return grad.reshape(self.kept_shape).expand(*self.input_shape)
+
+
+class Amax(Function):
+    """out = max of x over dims;  dx = g shared evenly by the elements equal to the max"""
+
+    def forward(self, x, dims=None, keepdim=False, smallest=False):
+        extreme = x.min(axis=dims, keepdims=True) if smallest else x.max(axis=dims, keepdims=True)
+        self.save_for_backward(x)
+        self.extreme = extreme
+        self.dims = dims
+        return extreme if keepdim else extreme.reshape(_reduced_shape(x.shape, dims))
+
+    def backward(self, grad):
+        (x,) = self.saved
+        is_extreme = x.data == self.extreme
+        share = is_extreme / is_extreme.sum(axis=self.dims, keepdims=True)
+        share = Tensor._wrap(share.astype(x.data.dtype, copy=False), None)
+        return grad.reshape(self.extreme.shape).expand(*x.shape) * share
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    dims = normalize_dims(dim, x.ndim, "sum")
+    if x.dtype.name == "bool":
+        from minigrad import dtypes
+
+        x = x.to(dtypes.int64)
+    return Sum.apply(x, dims=dims, keepdim=keepdim)
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(
+            f"mean: expected a floating point tensor, got {x.dtype}; use .float() first"
+        )
+    dims = normalize_dims(dim, x.ndim, "mean")
+    return sum(x, dims, keepdim) * (1.0 / _count(x.shape, dims))
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """max over all elements, or (values, indices) along `dim`, like torch.max."""
+    return _extreme(x, dim, keepdim, smallest=False)
+
+
+def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    return _extreme(x, dim, keepdim, smallest=True)
+
+
+def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    _check_nonempty(x, "amax")
+    return Amax.apply(x, dims=normalize_dims(dim, x.ndim, "amax"), keepdim=keepdim)
+
+
+def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _arg_extreme(x, dim, keepdim, "argmax")
+
+
+def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return _arg_extreme(x, dim, keepdim, "argmin")
+
+
+def var(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
+        correction=None) -> Tensor:
+    """sum((x - mean)^2) / (N - correction); correction defaults to 1 (unbiased)."""
+    if correction is None:
+        correction = 1 if unbiased else 0
+    dims = normalize_dims(dim, x.ndim, "var")
+    centered = x - mean(x, dims, keepdim=True)
+    denominator = _count(x.shape, dims) - correction
+    return sum(centered * centered, dims, keepdim) * (1.0 / denominator if denominator > 0
+                                                     else math.inf)
+
+
+def std(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
+        correction=None) -> Tensor:
+    return var(x, dim, unbiased, keepdim, correction).sqrt()
+
+
+def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m = max (0 if -inf)."""
+    dims = normalize_dims(dim, x.ndim, "logsumexp")
+    xp = x.xp
+    shift = x.data.max(axis=dims, keepdims=True)
+    shift = Tensor._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.data.dtype), None)
+    out = sum((x - shift).exp(), dims, keepdim=True).log() + shift
+    return out if keepdim else out.reshape(*_reduced_shape(x.shape, dims))
+
+
+def _extreme(x: Tensor, dim, keepdim: bool, smallest: bool):
+    op = "min" if smallest else "max"
+    _check_nonempty(x, op)
+    if dim is None:
+        return Amax.apply(x, dims=None, keepdim=False, smallest=smallest)
+    axis = normalize_dim(dim, x.ndim, op)
+    values = Amax.apply(x, dims=(axis,), keepdim=keepdim, smallest=smallest)
+    return MaxResult(values, _arg_extreme(x, axis, keepdim, "argmin" if smallest else "argmax"))
+
+
+def _arg_extreme(x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
+    _check_nonempty(x, op)
+    xp = x.xp
+    if dim is None:
+        index = getattr(xp, op)(x.data.reshape(-1))
+        shape = (1,) * x.ndim if keepdim else ()
+        return Tensor._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape), None)
+    axis = normalize_dim(dim, x.ndim, op)
+    index = getattr(xp, op)(x.data, axis=axis, keepdims=keepdim)
+    return Tensor._wrap(index.astype(xp.int64, copy=False), None)
+
+
+def _check_nonempty(x: Tensor, op: str) -> None:
+    if x.data.size == 0:
+        raise RuntimeError(f"{op}: expected a non-empty tensor, got shape {tuple(x.shape)}")
+
+
+def _kept_shape(shape: tuple, dims) -> tuple:
+    if dims is None:
+        return (1,) * len(shape)
+    return tuple(1 if i in dims else n for i, n in enumerate(shape))
+
+
+def _reduced_shape(shape: tuple, dims) -> tuple:
+    if dims is None:
+        return ()
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _count(shape: tuple, dims) -> int:
+    if dims is None:
+        return math.prod(shape)
+    return math.prod(shape[d] for d in dims)

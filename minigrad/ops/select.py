@@ -1,0 +1,97 @@
+"""Choosing between values: where, masked_fill, maximum/minimum, triu/tril."""
+from __future__ import annotations
+
+from minigrad.autograd import Function
+from minigrad.backend import array_module
+from minigrad.ops.operands import binary_operands
+from minigrad.tensor import Tensor
+
+
+class Where(Function):
+    """out = cond ? a : b;  da = g where cond, db = g where not cond"""
+
+    def forward(self, a, b, condition):
+        self.condition = condition
+        return array_module(a).where(condition, a, b)
+
+    def backward(self, grad):
+        condition = Tensor._wrap(self.condition, None)
+        grad_a = where(condition, grad, 0.0) if self.needs_input_grad[0] else None
+        grad_b = where(condition, 0.0, grad) if self.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Maximum(Function):
+    """out = max(a, b);  the gradient goes to the larger input, split evenly on ties"""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return array_module(a).maximum(a, b)
+
+    def backward(self, grad):
+        a, b = self.saved
+        share_a = (a.data > b.data) + 0.5 * (a.data == b.data)
+        share_a = Tensor._wrap(share_a.astype(grad.data.dtype, copy=False), None)
+        return grad * share_a, grad * (1 - share_a)
+
+
+class Triangle(Function):
+    """out = x masked to its upper (triu) or lower (tril) triangle of the last two dims"""
+
+    def forward(self, x, diagonal=0, upper=True):
+        xp = array_module(x)
+        self.diagonal, self.upper = diagonal, upper
+        return xp.triu(x, diagonal) if upper else xp.tril(x, diagonal)
+
+    def backward(self, grad):
+        return _triangle(grad, self.diagonal, self.upper)
+
+
+def where(condition, a, b) -> Tensor:
+    """Elementwise `a if condition else b`, broadcasting all three."""
+    a, b = binary_operands(a, b)
+    condition_array = condition.data if isinstance(condition, Tensor) else condition
+    condition_array = a.xp.asarray(condition_array)
+    if condition_array.dtype != bool:
+        condition_array = condition_array.astype(bool)
+    return Where.apply(a, b, condition=condition_array)
+
+
+def masked_fill(x: Tensor, mask, value) -> Tensor:
+    """x with `value` wherever `mask` (broadcast to x) is True."""
+    _check_mask(x, mask, "masked_fill")
+    if isinstance(value, Tensor):
+        return where(mask, value.to(x.dtype), x)
+    return where(mask, x.xp.asarray(value, dtype=x.data.dtype), x)
+
+
+def maximum(a, b) -> Tensor:
+    a, b = binary_operands(a, b)
+    return Maximum.apply(a, b)
+
+
+def minimum(a, b) -> Tensor:
+    return -maximum(-a, -b)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(x, diagonal, True)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(x, diagonal, False)
+
+
+def _triangle(x: Tensor, diagonal: int, upper: bool) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError(
+            f"{'triu' if upper else 'tril'}: expected a tensor with at least 2 dimensions, "
+            f"got shape {tuple(x.shape)}"
+        )
+    return Triangle.apply(x, diagonal=diagonal, upper=upper)
+
+
+def _check_mask(x: Tensor, mask, op: str) -> None:
+    mask_dtype = mask.dtype.name if isinstance(mask, Tensor) else str(getattr(mask, "dtype", ""))
+    if mask_dtype not in ("bool",):
+        raise TypeError(f"{op}: expected a bool mask, got dtype {mask_dtype or type(mask)}")

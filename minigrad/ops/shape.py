@@ -1,0 +1,261 @@
+"""Ops that move elements without computing: reshape, permute, expand, cat and friends.
+Their gradients move the gradient back the same way."""
+from __future__ import annotations
+
+import math
+
+from minigrad.autograd import Function
+from minigrad.backend import array_module
+from minigrad.ops.operands import normalize_dim
+from minigrad.tensor import Tensor
+
+
+class Reshape(Function):
+    """out = x viewed with a new shape;  dx = g reshaped back"""
+
+    is_view = True
+
+    def forward(self, x, shape):
+        self.input_shape = x.shape
+        return x.reshape(shape)
+
+    def backward(self, grad):
+        return grad.reshape(self.input_shape)
+
+
+class Permute(Function):
+    """out = x with its dims reordered;  dx = g with the inverse order"""
+
+    is_view = True
+
+    def forward(self, x, dims):
+        self.dims = dims
+        return x.transpose(dims)
+
+    def backward(self, grad):
+        inverse = [0] * len(self.dims)
+        for position, dim in enumerate(self.dims):
+            inverse[dim] = position
+        return grad.permute(*inverse)
+
+
+class Expand(Function):
+    """out = x broadcast to a shape (a read-only view);  the engine sums dx back"""
+
+    is_view = True
+
+    def forward(self, x, shape):
+        return array_module(x).broadcast_to(x, shape)
+
+    def backward(self, grad):
+        return grad
+
+
+class SumToShape(Function):
+    """out = x summed down to a broadcast-compatible shape;  dx = g expanded back.
+    The adjoint of broadcasting, used by the engine for every broadcast input."""
+
+    def forward(self, x, shape):
+        self.input_shape = x.shape
+        leading = x.ndim - len(shape)
+        axes = tuple(range(leading)) + tuple(
+            leading + i for i, n in enumerate(shape) if n == 1 and x.shape[leading + i] != 1
+        )
+        out = x.sum(axis=axes, keepdims=True) if axes else x
+        return out.reshape(shape)
+
+    def backward(self, grad):
+        return grad.expand(*self.input_shape)
+
+
+class Copy(Function):
+    """out = a contiguous copy of x;  dx = g"""
+
+    def forward(self, x):
+        return array_module(x).array(x, copy=True, order="C")
+
+    def backward(self, grad):
+        return grad
+
+
+class Cat(Function):
+    """out = inputs joined along `axis`;  each dx is its slice of g"""
+
+    def forward(self, *arrays, axis=0):
+        self.axis = axis
+        self.sizes = [a.shape[axis] for a in arrays]
+        return array_module(arrays[0]).concatenate(arrays, axis=axis)
+
+    def backward(self, grad):
+        grads, start = [], 0
+        index = [slice(None)] * grad.ndim
+        for size, needs in zip(self.sizes, self.needs_input_grad):
+            index[self.axis] = slice(start, start + size)
+            grads.append(grad[tuple(index)] if needs else None)
+            start += size
+        return tuple(grads)
+
+
+def reshape(x: Tensor, shape) -> Tensor:
+    shape = _shape_argument(shape)
+    if shape == x.shape:
+        return x
+    known = math.prod(n for n in shape if n != -1)
+    if shape.count(-1) > 1 or (
+        (known != x.data.size) if -1 not in shape else (known == 0 or x.data.size % known)
+    ):
+        raise RuntimeError(
+            f"reshape: shape {list(shape)} is invalid for a tensor of shape "
+            f"{tuple(x.shape)} ({x.data.size} elements)"
+        )
+    return Reshape.apply(x, shape=shape)
+
+
+def permute(x: Tensor, dims) -> Tensor:
+    dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _shape_argument(dims))
+    if sorted(dims) != list(range(x.ndim)):
+        raise RuntimeError(
+            f"permute: dims {list(dims)} are not a permutation of the {x.ndim} dims of a "
+            f"tensor of shape {tuple(x.shape)}"
+        )
+    return Permute.apply(x, dims=dims)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    dims = list(range(x.ndim))
+    dim0 = normalize_dim(dim0, x.ndim, "transpose")
+    dim1 = normalize_dim(dim1, x.ndim, "transpose")
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return Permute.apply(x, dims=tuple(dims))
+
+
+def expand(x: Tensor, sizes) -> Tensor:
+    """Broadcast to `sizes`; -1 keeps a dimension, new leading dims may be added."""
+    sizes = _shape_argument(sizes)
+    leading = len(sizes) - x.ndim
+    if leading < 0:
+        raise RuntimeError(
+            f"expand: the number of sizes ({len(sizes)}) must be at least the number of "
+            f"dims of the tensor of shape {tuple(x.shape)}"
+        )
+    shape = tuple(
+        x.shape[i - leading] if n == -1 and i >= leading else n for i, n in enumerate(sizes)
+    )
+    for i, n in enumerate(x.shape):
+        if n != 1 and n != shape[leading + i]:
+            raise RuntimeError(
+                f"expand: cannot expand shape {tuple(x.shape)} to {shape}: dim {i} has "
+                f"size {n}, expected 1 or {shape[leading + i]}"
+            )
+    if shape == x.shape:
+        return x
+    return Expand.apply(x, shape=shape)
+
+
+def sum_to_shape(x: Tensor, shape: tuple) -> Tensor:
+    return SumToShape.apply(x, shape=tuple(shape))
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    dim = normalize_dim(dim, x.ndim + 1, "unsqueeze")
+    return Reshape.apply(x, shape=x.shape[:dim] + (1,) + x.shape[dim:])
+
+
+def squeeze(x: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        shape = tuple(n for n in x.shape if n != 1)
+    else:
+        dim = normalize_dim(dim, x.ndim, "squeeze")
+        if x.ndim == 0 or x.shape[dim] != 1:
+            return x
+        shape = x.shape[:dim] + x.shape[dim + 1:]
+    return x if shape == x.shape else Reshape.apply(x, shape=shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    start = normalize_dim(start_dim, x.ndim, "flatten")
+    end = normalize_dim(end_dim, x.ndim, "flatten")
+    shape = x.shape[:start] + (math.prod(x.shape[start:end + 1]),) + x.shape[end + 1:]
+    return reshape(x, shape)
+
+
+def contiguous(x: Tensor) -> Tensor:
+    if x.data.flags.c_contiguous:
+        return x
+    return Copy.apply(x)
+
+
+def clone(x: Tensor) -> Tensor:
+    return Copy.apply(x)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim (their other dims must match)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("cat: expected a non-empty list of tensors")
+    first = tensors[0]
+    axis = normalize_dim(dim, first.ndim, "cat")
+    for t in tensors[1:]:
+        if t.ndim != first.ndim or any(
+            a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != axis
+        ):
+            raise RuntimeError(
+                f"cat: sizes must match except in dim {axis}; got shapes "
+                f"{[tuple(t.shape) for t in tensors]}"
+            )
+    return Cat.apply(*_same_dtype(tensors), axis=axis)
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack: expected a non-empty list of tensors")
+    shapes = {tuple(t.shape) for t in tensors}
+    if len(shapes) > 1:
+        raise RuntimeError(f"stack: expects tensors of equal shape, got {sorted(shapes)}")
+    dim = normalize_dim(dim, tensors[0].ndim + 1, "stack")
+    return cat([unsqueeze(t, dim) for t in tensors], dim)
+
+
+def split(x: Tensor, split_size, dim: int = 0) -> tuple:
+    """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
+    dim = normalize_dim(dim, x.ndim, "split")
+    length = x.shape[dim]
+    if isinstance(split_size, int):
+        sizes = [min(split_size, length - start) for start in range(0, length, split_size)]
+    else:
+        sizes = list(split_size)
+        if sum(sizes) != length:
+            raise RuntimeError(f"split: sizes {sizes} do not sum to dim {dim}'s size {length}")
+    pieces, start = [], 0
+    index = [slice(None)] * x.ndim
+    for size in sizes:
+        index[dim] = slice(start, start + size)
+        pieces.append(x[tuple(index)])
+        start += size
+    return tuple(pieces)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
+    length = x.shape[normalize_dim(dim, x.ndim, "chunk")]
+    return split(x, max(1, -(-length // chunks)), dim)
+
+
+def _shape_argument(shape) -> tuple:
+    """Accept f(2, 3), f((2, 3)) and f([2, 3])."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(n) for n in shape)
+
+
+def _same_dtype(tensors: list) -> list:
+    from minigrad import dtypes
+
+    result = tensors[0].dtype
+    for t in tensors[1:]:
+        result = dtypes.promote(result, True, t.dtype, True)
+    return [t if t.dtype is result else t.to(result) for t in tensors]

@@ -1,0 +1,1 @@
+"""Training scripts and their data: the toy French->English translation task."""
