@@ -84,7 +84,12 @@ class Function:
     them stays connected to the graph for higher derivatives.
     """
 
+    _saved = None
     is_view = False  # True for ops whose output may alias input 0 (shares its version)
+    # per-node state that is rarely set: class defaults keep apply() lean
+    _freed = False
+    _hooks = None
+    _retained = None
 
     inputs: tuple[Tensor, ...]
     needs_input_grad: tuple[bool, ...]
@@ -103,7 +108,6 @@ class Function:
         if STATE.profiler is not None:
             return STATE.profiler.timed_apply(cls, inputs, params)
         node = cls.__new__(cls)
-        node._saved = None
         try:
             out = node.forward(*[t.data for t in inputs], **params)
         except (ValueError, TypeError, IndexError) as exc:
@@ -120,16 +124,12 @@ class Function:
     def _link(self, inputs, out) -> Tensor:
         """Make this node the creator of `out`: remember inputs and their versions."""
         self.inputs = inputs
-        self.needs_input_grad = tuple(t._requires_grad for t in inputs)
+        self.needs_input_grad = [t._requires_grad for t in inputs]
+        self._versions = [t._version[0] for t in inputs]
         self._out_data = out
-        self._versions = tuple(t._version[0] for t in inputs)
-        self._freed = False
-        self._hooks = None
-        self._retained = None
         if STATE.anomaly:
             self._trace = "".join(traceback.format_stack()[:-3])
-        version = inputs[0]._version if self.is_view else None
-        result = Tensor._wrap(out, self, version)
+        result = Tensor._wrap(out, self, inputs[0]._version if self.is_view else None)
         self._out_version = result._version
         self._out_version_at_save = result._version[0]
         return result
@@ -210,38 +210,50 @@ def run_backward(
     order_deps = _count_dependencies([r.grad_fn for r in roots if r.grad_fn is not None])
     grads: dict[Function, Tensor] = {}
     leaf_seen: set[int] = set()
-    with set_grad_enabled(create_graph):
+    previous_mode = STATE.grad_enabled
+    STATE.grad_enabled = create_graph
+    try:
         for root, grad in zip(roots, root_grads):
             if root.grad_fn is None:
                 _deliver_to_leaf(root, grad, capture, leaf_seen)
             else:
-                _add_grad(grads, root.grad_fn, grad)
-        ready = [node for node in grads if order_deps.get(node, 0) == 0]
+                previous = grads.get(root.grad_fn)
+                grads[root.grad_fn] = grad if previous is None else previous + grad
+        ready = [node for node in grads if node not in order_deps]
         while ready:
             node = ready.pop()
             grad = grads.pop(node, None)
             if grad is None:  # no gradient reached this node: only release its parents
                 input_grads = (None,) * len(node.inputs)
             else:
-                grad = _run_output_hooks(node, grad, capture)
+                if node._hooks is not None or node._retained is not None:
+                    grad = _run_output_hooks(node, grad, capture)
                 input_grads = _call_backward(node, grad)
                 if not retain_graph:
                     node._free()
             for inp, needs, g in zip(node.inputs, node.needs_input_grad, input_grads):
                 if not needs:
                     continue
-                if g is not None and (g.shape != inp.shape or g.dtype is not inp.dtype):
-                    g = _fit_to_input(g, inp)
+                if g is not None:
+                    g_array, inp_array = g.data, inp.data
+                    if g_array.shape != inp_array.shape or (
+                        g_array.dtype is not inp_array.dtype and g_array.dtype != inp_array.dtype
+                    ):
+                        g = _fit_to_input(g, inp)
                 parent = inp.grad_fn
                 if parent is None:
                     if g is not None:
                         _deliver_to_leaf(inp, g, capture, leaf_seen)
                     continue
                 if g is not None:
-                    _add_grad(grads, parent, g)
-                order_deps[parent] -= 1
-                if order_deps[parent] == 0:
+                    previous = grads.get(parent)
+                    grads[parent] = g if previous is None else previous + g
+                remaining = order_deps[parent] - 1
+                order_deps[parent] = remaining
+                if remaining == 0:
                     ready.append(parent)
+    finally:
+        STATE.grad_enabled = previous_mode
 
 
 def _count_dependencies(starts) -> dict:
@@ -260,11 +272,6 @@ def _count_dependencies(starts) -> dict:
                 seen.add(parent)
                 stack.append(parent)
     return deps
-
-
-def _add_grad(grads: dict, node, grad: Tensor) -> None:
-    previous = grads.get(node)
-    grads[node] = grad if previous is None else previous + grad
 
 
 def _call_backward(node: Function, grad: Tensor) -> tuple:

@@ -14,9 +14,15 @@ from minigrad import dtypes
 from minigrad.backend import array_module, as_device, device_of, to_device
 
 
+_DTYPE_OF_NUMPY = {d.np: d for d in dtypes.ALL}
+
+
 class Tensor:
-    __slots__ = ("data", "_requires_grad", "grad", "grad_fn", "_version", "_hooks",
-                 "__weakref__", "__dict__")
+    __slots__ = ("data", "_requires_grad", "grad_fn", "_version", "__weakref__", "__dict__")
+
+    # rarely set, so class-level defaults: op outputs skip two attribute writes
+    grad = None
+    _hooks = None
 
     # make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__)
     __array_priority__ = 1000
@@ -37,11 +43,9 @@ class Tensor:
         """Fast constructor for op outputs: no checks, no copies."""
         t = object.__new__(cls)
         t.data = data
-        t.grad = None
         t.grad_fn = grad_fn
         t._requires_grad = grad_fn is not None
         t._version = [0] if version is None else version
-        t._hooks = None
         return t
 
     # ------------------------------------------------------------------ attributes
@@ -55,7 +59,8 @@ class Tensor:
 
     @property
     def dtype(self) -> dtypes.dtype:
-        return dtypes.from_numpy(self.data.dtype)
+        found = _DTYPE_OF_NUMPY.get(self.data.dtype)
+        return found if found is not None else dtypes.from_numpy(self.data.dtype)
 
     @property
     def device(self):
