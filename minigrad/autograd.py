@@ -209,13 +209,15 @@ def run_backward(
     """
     order_deps = _count_dependencies([r.grad_fn for r in roots if r.grad_fn is not None])
     grads: dict[Function, Tensor] = {}
-    leaf_seen: set[int] = set()
+    # leaf gradients are summed over the whole walk, so that leaf hooks and .grad see the
+    # total once (as PyTorch's AccumulateGrad does), not one call per path
+    leaf_grads: dict[int, list] = {}
     previous_mode = STATE.grad_enabled
     STATE.grad_enabled = create_graph
     try:
         for root, grad in zip(roots, root_grads):
             if root.grad_fn is None:
-                _deliver_to_leaf(root, grad, capture, leaf_seen)
+                _add_leaf_grad(leaf_grads, root, grad)
             else:
                 previous = grads.get(root.grad_fn)
                 grads[root.grad_fn] = grad if previous is None else previous + grad
@@ -243,7 +245,7 @@ def run_backward(
                 parent = inp.grad_fn
                 if parent is None:
                     if g is not None:
-                        _deliver_to_leaf(inp, g, capture, leaf_seen)
+                        _add_leaf_grad(leaf_grads, inp, g)
                     continue
                 if g is not None:
                     previous = grads.get(parent)
@@ -252,6 +254,9 @@ def run_backward(
                 order_deps[parent] = remaining
                 if remaining == 0:
                     ready.append(parent)
+        borrowed = {id(g.data) for g in root_grads}  # the caller's arrays
+        for leaf, g in leaf_grads.values():
+            _deliver_to_leaf(leaf, g, capture, borrowed)
     finally:
         STATE.grad_enabled = previous_mode
 
@@ -297,7 +302,15 @@ def _fit_to_input(grad: Tensor, inp: Tensor) -> Tensor:
     return grad
 
 
-def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, seen: set) -> None:
+def _add_leaf_grad(leaf_grads: dict, leaf: Tensor, grad: Tensor) -> None:
+    entry = leaf_grads.get(id(leaf))
+    if entry is None:
+        leaf_grads[id(leaf)] = [leaf, grad]
+    else:
+        entry[1] = entry[1] + grad
+
+
+def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None:
     for hook in leaf._hooks or ():
         replaced = hook(grad)
         if replaced is not None:
@@ -310,9 +323,10 @@ def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, seen: set) -> None:
     if not leaf._requires_grad:
         return
     if leaf.grad is None:
-        if id(grad.data) in seen:  # never let two leaves share one gradient array
+        # .grad owns its array: never a view, the caller's gradient or another leaf's
+        if id(grad.data) in borrowed or not grad.data.flags.owndata:
             grad = grad.clone()
-        seen.add(id(grad.data))
+        borrowed.add(id(grad.data))
         leaf.grad = grad
     else:
         leaf.grad = leaf.grad + grad

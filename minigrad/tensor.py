@@ -13,7 +13,6 @@ import numpy as np
 from minigrad import dtypes
 from minigrad.backend import array_module, as_device, device_of, to_device
 
-
 _DTYPE_OF_NUMPY = {d.np: d for d in dtypes.ALL}
 
 

@@ -1,14 +1,42 @@
-"""Array-level kernels used by the ops, each chosen between a Numba kernel and its
-plain-xp reference twin. Ops call only the functions re-exported here.
+"""Array-level kernels used by the ops, each a dispatcher between a Numba kernel and its
+plain-xp reference twin (reference.py). Ops call only the functions re-exported here,
+with backend arrays (numpy or cupy); all work over the LAST axis.
 
-All functions work on the LAST axis and take/return backend arrays (numpy or cupy).
+    softmax(x) -> y                   y = exp(x - max) / sum(exp(x - max)); all -inf row -> 0
+    softmax_backward(y, g) -> dx      dx = y * (g - sum(g * y, -1))
+    log_softmax(x) -> z               z = x - max - log(sum(exp(x - max))); all -inf row -> -inf
+    log_softmax_backward(z, g) -> dx  dx = g - exp(z) * sum(g, -1)
+    matmul(a, b) -> a @ b             NumPy's rules: 2-D, batched with broadcasting, 1-D
+
+Dispatch: NumPy float32/float64 inputs take the Numba kernel where
+benchmarks/bench_kernels.py measured it faster (thresholds next to each dispatcher),
+everything else takes the twin; CuPy arrays always take the twin until GPU kernels are
+added at the `# GPU kernels go here` points. Non-contiguous inputs are copied to aligned
+contiguous arrays before a kernel sees them. Outputs may be fresh arrays even where the
+twin would return a view.
+
+Switch: MINIGRAD_KERNELS=auto|numpy|numba in the environment, or `set_mode`, `get_mode`
+and the context manager `mode` (see mode.py). Importing this package imports no Numba
+and compiles nothing: minigrad.kernels.cpu is imported on the first kernel call, and its
+@njit(cache=True) kernels compile once per machine (or load from __pycache__).
 """
-from minigrad.kernels.reference import (
+
+from minigrad.kernels.matmul import matmul
+from minigrad.kernels.mode import get_mode, mode, set_mode
+from minigrad.kernels.softmax import (
     log_softmax,
     log_softmax_backward,
-    matmul,
     softmax,
     softmax_backward,
 )
 
-__all__ = ["softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "matmul"]
+__all__ = [
+    "softmax",
+    "softmax_backward",
+    "log_softmax",
+    "log_softmax_backward",
+    "matmul",
+    "get_mode",
+    "set_mode",
+    "mode",
+]

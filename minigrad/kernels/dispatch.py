@@ -5,6 +5,7 @@ array is a NumPy float32/float64 array of one dtype), then compares the input's 
 its own measured threshold. CuPy arrays never reach Numba: a CUDA kernel would be chosen
 at the `# GPU kernels go here` point of each dispatcher; today they take the twin.
 """
+
 import numpy as np
 
 from minigrad.kernels.mode import get_mode

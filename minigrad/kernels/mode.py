@@ -8,6 +8,7 @@
 
 The process starts in the mode named by the environment variable MINIGRAD_KERNELS.
 """
+
 import contextlib
 import os
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ def _parse(value: str) -> str:
     return mode
 
 
-_current = _parse(os.environ.get("MINIGRAD_KERNELS", "auto"))
+_current = _parse(os.environ.get("MINIGRAD_KERNELS") or "auto")
 
 
 def get_mode() -> str:

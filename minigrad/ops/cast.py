@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from minigrad import dtypes
 from minigrad.autograd import Function
-from minigrad.backend import Device, device_of, to_device as _move
+from minigrad.backend import Device, device_of
+from minigrad.backend import to_device as _move
 from minigrad.tensor import Tensor
 
 

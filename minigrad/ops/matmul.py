@@ -19,7 +19,14 @@ class MatMul(Function):
     def backward(self, grad):
         a, b = self.saved
         grad_a = grad @ b.transpose(-1, -2) if self.needs_input_grad[0] else None
-        grad_b = a.transpose(-1, -2) @ grad if self.needs_input_grad[1] else None
+        grad_b = None
+        if self.needs_input_grad[1]:
+            if b.ndim == 2 and a.ndim > 2:
+                # a weight shared by every batch item: fold the batch into rows, one
+                # (k, rows) @ (rows, n) product instead of a batched one summed afterwards
+                grad_b = a.reshape(-1, a.shape[-1]).T @ grad.reshape(-1, grad.shape[-1])
+            else:
+                grad_b = a.transpose(-1, -2) @ grad
         return grad_a, grad_b
 
 

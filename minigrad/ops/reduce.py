@@ -114,8 +114,19 @@ def _extreme(x: Tensor, dim, keepdim: bool, smallest: bool):
     if dim is None:
         return Amax.apply(x, dims=None, keepdim=False, smallest=smallest)
     axis = normalize_dim(dim, x.ndim, op)
-    values = Amax.apply(x, dims=(axis,), keepdim=keepdim, smallest=smallest)
-    return MaxResult(values, _arg_extreme(x, axis, keepdim, "argmin" if smallest else "argmax"))
+    indices = _arg_extreme(x, axis, keepdim, "argmin" if smallest else "argmax")
+    if x.ndim == 0:
+        return MaxResult(x, indices)
+    # gather at the returned index, so that on ties the gradient goes to that one element
+    # (as in PyTorch); amax and the full reduction share it among the ties instead
+    xp = x.xp
+    kept = indices.data if keepdim else xp.expand_dims(indices.data, axis)
+    index = tuple(
+        kept if d == axis else xp.arange(n).reshape([-1 if i == d else 1 for i in range(x.ndim)])
+        for d, n in enumerate(x.shape)
+    )
+    values = x[index]
+    return MaxResult(values if keepdim else values.squeeze(axis), indices)
 
 
 def _arg_extreme(x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
@@ -127,7 +138,7 @@ def _arg_extreme(x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
         return Tensor._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape), None)
     axis = normalize_dim(dim, x.ndim, op)
     index = getattr(xp, op)(x.data, axis=axis, keepdims=keepdim)
-    return Tensor._wrap(index.astype(xp.int64, copy=False), None)
+    return Tensor._wrap(xp.asarray(index, dtype=xp.int64), None)  # 0-d gives a scalar
 
 
 def _check_nonempty(x: Tensor, op: str) -> None:

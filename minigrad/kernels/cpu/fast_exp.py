@@ -14,6 +14,7 @@ is a polynomial (Cephes' minimax degree 7 for float32, Taylor degree 13 for floa
 Contract: results below the smallest normal number are flushed to 0 (so exp(-inf) = 0);
 results above the largest finite number are inf. NaN gives NaN.
 """
+
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
@@ -104,4 +105,3 @@ def _fast_exp_overload(x):
     if x == types.float64:
         return _exp_f64
     return None
-

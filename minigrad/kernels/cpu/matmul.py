@@ -10,7 +10,7 @@ k loop as 12 reductions, which needs reassociation). Columns are taken in blocks
 Performance rule: `gemm_nt` parallelises over row tiles, `batched_gemm_nt` over the batch,
 only when `parallel` is true (the dispatcher decides by size).
 """
-import numpy as np
+
 from numba import njit, prange
 
 _FASTMATH = {"reassoc", "contract"}

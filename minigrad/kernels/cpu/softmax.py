@@ -7,6 +7,7 @@ backward one pass for the row sum and one for the result. Rows run in parallel (
 only when `parallel` is true: the dispatcher sets it above a measured size, because a
 parallel region costs a thread wake-up that small inputs never win back.
 """
+
 import numpy as np
 from numba import njit, prange
 

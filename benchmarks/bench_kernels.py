@@ -1,0 +1,196 @@
+"""Benchmark the Numba kernels against their NumPy reference twins and PyTorch CPU.
+
+    python benchmarks/bench_kernels.py [--repeats 30]
+
+For every kernel and shape: median wall time of the reference twin (mode "numpy"), the
+Numba kernel through its dispatcher (mode "numba"), PyTorch CPU when importable (default
+thread count), speed-ups, the path "auto" mode picks, and throughput (GFLOP/s for matmul
+against this machine's measured peak, GB/s of array traffic for the rest). Implementations
+are interleaved within each repeat so load from other processes hits them alike. Then
+first-call compile time (fresh process, empty NUMBA_CACHE_DIR) and cached start-up time
+(second fresh process, same cache dir).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import minigrad.kernels as kernels  # noqa: E402
+from minigrad.kernels import reference  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def _median_times(functions, repeats):
+    """Median seconds of each function, calls interleaved across repeats."""
+    times = [[] for _ in functions]
+    for function in functions:
+        function()  # warm-up: compile, page in
+    for _ in range(repeats):
+        for slot, function in enumerate(functions):
+            start = time.perf_counter()
+            function()
+            times[slot].append(time.perf_counter() - start)
+    return [float(np.median(t)) for t in times]
+
+
+def _in_mode(name, function, *args):
+    def call():
+        with kernels.mode(name):
+            return function(*args)
+
+    return call
+
+
+def _auto_path(function, *args):
+    """Which implementation "auto" mode takes for these arguments."""
+    dispatcher_module = sys.modules[function.__module__]
+    with kernels.mode("auto"):
+        return "numba" if dispatcher_module._use_kernel(*args) else "numpy"
+
+
+def _softmax_cases(rng):
+    cases = []
+    for shape in [(256, 20, 20), (64, 128, 1000), (8, 10)]:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype) * 3
+            g = rng.standard_normal(shape).astype(dtype)
+            y, z = reference.softmax(x), reference.log_softmax(x)
+            nbytes = x.nbytes
+            cases += [
+                ("softmax fwd", shape, dtype, kernels.softmax, (x,), 2 * nbytes),
+                ("softmax bwd", shape, dtype, kernels.softmax_backward, (y, g), 3 * nbytes),
+                ("log_softmax fwd", shape, dtype, kernels.log_softmax, (x,), 2 * nbytes),
+                ("log_softmax bwd", shape, dtype, kernels.log_softmax_backward, (z, g), 3 * nbytes),
+            ]
+    return cases
+
+
+def _torch_softmax(name, args):
+    tensors = [torch.from_numpy(np.ascontiguousarray(a)) for a in args]
+    dtype = tensors[0].dtype
+    aten = torch.ops.aten
+    return {
+        "softmax fwd": lambda: torch.softmax(tensors[0], -1),
+        "softmax bwd": lambda: aten._softmax_backward_data(tensors[1], tensors[0], -1, dtype),
+        "log_softmax fwd": lambda: torch.log_softmax(tensors[0], -1),
+        "log_softmax bwd": lambda: aten._log_softmax_backward_data(
+            tensors[1], tensors[0], -1, dtype
+        ),
+    }[name]
+
+
+def _matmul_cases(rng):
+    cases = []
+    shapes = [
+        ("matmul 2-D", (512, 512), (512, 512), False),
+        ("matmul 2-D, b = w.T", (512, 512), (512, 512), True),
+        ("matmul 2-D", (64, 64), (64, 64), False),
+        ("matmul x@w.T (Linear)", (2560, 64), (256, 64), True),
+        ("batched q@k^T", (256, 20, 64), (256, 20, 64), True),
+        ("batched", (256, 20, 64), (256, 64, 20), False),
+        ("batched p@v", (256, 20, 20), (256, 20, 64), False),
+    ]
+    for name, a_shape, b_shape, transposed in shapes:
+        for dtype in (np.float32, np.float64):
+            a = rng.standard_normal(a_shape).astype(dtype)
+            b = rng.standard_normal(b_shape).astype(dtype)
+            if transposed:
+                b = np.swapaxes(b, -1, -2)
+            flops = 2 * a.size * b.shape[-1]
+            cases.append((name, (a.shape, b.shape), dtype, kernels.matmul, (a, b), flops))
+    return cases
+
+
+def _peak_gflops(repeats):
+    a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+    (seconds,) = _median_times([lambda: a @ a], repeats)
+    return 2 * 1024**3 / seconds / 1e9
+
+
+def run_table(repeats, only=""):
+    rng = np.random.default_rng(0)
+    peak = _peak_gflops(repeats)
+    print(f"matmul peak of this machine (NumPy/OpenBLAS 1024x1024 float32): {peak:.0f} GFLOP/s")
+    header = "| kernel | shape | dtype | reference ms | numba ms | torch ms | ref/numba"
+    header += " | torch/numba | auto picks | numba throughput |"
+    print(header)
+    print("|" + "---|" * 10)
+    for name, shape, dtype, function, args, work in _softmax_cases(rng) + _matmul_cases(rng):
+        if only not in name:
+            continue
+        functions = [_in_mode("numpy", function, *args), _in_mode("numba", function, *args)]
+        if torch is not None:
+            if function is kernels.matmul:
+                tensors = [torch.from_numpy(a) for a in args]
+                functions.append(lambda t=tensors: torch.matmul(*t))
+            else:
+                functions.append(_torch_softmax(name, args))
+        times = _median_times(functions, repeats)
+        ref, numba = times[0], times[1]
+        torch_ms = f"{times[2] * 1e3:.3f}" if torch is not None else "-"
+        torch_ratio = f"{times[2] / numba:.2f}" if torch is not None else "-"
+        if function is kernels.matmul:
+            rate = work / numba / 1e9
+            throughput = f"{rate:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"
+        else:
+            throughput = f"{work / numba / 1e9:.1f} GB/s"
+        row = [name, str(shape), np.dtype(dtype).name, f"{ref * 1e3:.3f}", f"{numba * 1e3:.3f}"]
+        row += [torch_ms, f"{ref / numba:.2f}", torch_ratio, _auto_path(function, *args)]
+        print("| " + " | ".join(row + [throughput]) + " |", flush=True)
+
+
+_STARTUP = """
+import time
+start = time.perf_counter()
+import numpy as np
+import minigrad.kernels as k
+imported = time.perf_counter()
+x = np.ones((4, 8), np.float32)
+with k.mode("numba"):
+    k.softmax(x); k.softmax_backward(x, x); k.log_softmax(x); k.log_softmax_backward(x, x)
+    k.matmul(x, x.T); k.matmul(x[None], x.T[None]); k.matmul(x[None], x[None].transpose(0, 2, 1))
+done = time.perf_counter()
+print(f"{imported - start:.3f} {done - imported:.3f}")
+"""
+
+
+def run_startup():
+    root = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": root}
+        for label in ("first call, empty cache", "cached start-up"):
+            out = subprocess.run(
+                [sys.executable, "-c", _STARTUP], env=env, capture_output=True, text=True
+            )
+            imported, first_calls = out.stdout.split()
+            print(
+                f"{label}: import minigrad.kernels {imported} s, first call of every "
+                f"float32 kernel {first_calls} s"
+            )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--only", default="", help="run only kernels whose name has this")
+    parser.add_argument("--no-startup", action="store_true", help="skip the compile timing")
+    args = parser.parse_args()
+    if not args.no_startup:
+        run_startup()
+    run_table(args.repeats, args.only)
+
+
+if __name__ == "__main__":
+    main()

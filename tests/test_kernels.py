@@ -1,0 +1,223 @@
+"""Every Numba kernel against its reference twin, plus the kernel switches.
+
+Kernels are reached through the public dispatchers in "numba" mode, so the same tests
+also cover the reshaping, contiguity and 1-D/batched logic of the dispatchers.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import minigrad.kernels as kernels
+from minigrad.kernels import reference
+
+DTYPES = [np.float32, np.float64]
+TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
+FAST = settings(max_examples=40, deadline=None)
+
+
+@pytest.fixture(autouse=True)
+def _numba_mode():
+    with kernels.mode("numba"):
+        yield
+
+
+@st.composite
+def logits(draw, dtype):
+    """Arrays of 1-3 dims (rows of length 1 included) with values up to +-1e4, some -inf
+    entries, sometimes a fully -inf row, and sometimes a non-contiguous view."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9))
+    values = st.floats(-1e4, 1e4, width=32 if dtype == np.float32 else 64)
+    x = draw(hnp.arrays(dtype, shape, elements=values))
+    mask = draw(hnp.arrays(np.bool_, shape))
+    x[mask & draw(hnp.arrays(np.bool_, shape))] = -np.inf
+    if draw(st.booleans()):
+        x.reshape(-1, shape[-1])[0] = -np.inf
+    if x.ndim > 1 and draw(st.booleans()):
+        x = np.swapaxes(x, -1, -2)
+    return x
+
+
+def _assert_close(actual, expected, dtype):
+    np.testing.assert_allclose(actual, expected, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_softmax_matches_reference(dtype, data):
+    x = data.draw(logits(dtype))
+    y = kernels.softmax(x)
+    assert y.dtype == dtype and not np.isnan(y).any()
+    _assert_close(y, reference.softmax(x), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_log_softmax_matches_reference(dtype, data):
+    x = data.draw(logits(dtype))
+    z = kernels.log_softmax(x)
+    assert z.dtype == dtype and not np.isnan(z).any()
+    _assert_close(z, reference.log_softmax(x), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_softmax_backward_matches_reference(dtype, data):
+    x = data.draw(logits(dtype))
+    y = reference.softmax(x)
+    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-10, 10, width=32)))
+    _assert_close(kernels.softmax_backward(y, g), reference.softmax_backward(y, g), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_log_softmax_backward_matches_reference(dtype, data):
+    x = data.draw(logits(dtype))
+    z = reference.log_softmax(x)
+    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-10, 10, width=32)))
+    _assert_close(kernels.log_softmax_backward(z, g), reference.log_softmax_backward(z, g), dtype)
+
+
+def test_fully_masked_row_conventions():
+    x = np.full((2, 5), -np.inf, np.float32)
+    x[1, 2] = 3.0
+    np.testing.assert_array_equal(kernels.softmax(x), [[0] * 5, [0, 0, 1, 0, 0]])
+    z = kernels.log_softmax(x)
+    assert np.all(z[0] == -np.inf) and z[1, 2] == 0
+
+
+def _matmul_operands(draw, dtype):
+    """Operand shapes covering 2-D, batched with broadcasting and 1-D cases, with tile
+    edges (sizes not multiples of the 4x3 register tile)."""
+    m, k, n = (draw(st.integers(1, 13)) for _ in range(3))
+    batch = draw(st.sampled_from([(), (3,), (2, 3)]))
+    a_shape = draw(st.sampled_from([(k,), (m, k), batch + (m, k), (1,) * len(batch) + (m, k)]))
+    b_shape = draw(st.sampled_from([(k,), (k, n), batch + (k, n)]))
+    values = st.floats(-3, 3, width=32)
+    a = draw(hnp.arrays(dtype, a_shape, elements=values))
+    b = draw(hnp.arrays(dtype, b_shape, elements=values))
+    if b.ndim > 1 and draw(st.booleans()):
+        # the transpose of a contiguous array: the kernel's free fast path
+        b = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_matmul_matches_reference(dtype, data):
+    a, b = _matmul_operands(data.draw, dtype)
+    expected = reference.matmul(a, b)
+    actual = kernels.matmul(a, b)
+    assert np.shape(actual) == expected.shape
+    _assert_close(actual, expected, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "a_shape, b_shape",
+    [((70, 130), (130, 50)), ((40, 20, 64), (40, 64, 20)), ((40, 20, 20), (40, 20, 64))],
+)
+def test_matmul_larger_shapes(dtype, a_shape, b_shape):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    _assert_close(kernels.matmul(a, b), a @ b, dtype)
+    _assert_close(
+        kernels.matmul(a, np.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)), a @ b, dtype
+    )
+
+
+def test_parallel_paths_match_serial():
+    from minigrad.kernels.cpu import matmul as cpu_matmul
+    from minigrad.kernels.cpu import softmax as cpu_softmax
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((33, 17)).astype(np.float32)
+    serial, parallel = np.empty_like(x), np.empty_like(x)
+    cpu_softmax.softmax(x, serial, False)
+    cpu_softmax.softmax(x, parallel, True)
+    np.testing.assert_array_equal(serial, parallel)
+    a, bt = rng.standard_normal((9, 21, 11)), rng.standard_normal((9, 7, 11))
+    for kernel in (cpu_matmul.batched_gemm_nt,):
+        out_serial, out_parallel = np.empty((9, 21, 7)), np.empty((9, 21, 7))
+        kernel(a, bt, out_serial, False)
+        kernel(a, bt, out_parallel, True)
+        np.testing.assert_array_equal(out_serial, out_parallel)
+    out2d = np.empty((21, 7))
+    cpu_matmul.gemm_nt(a[0], bt[0], out2d, True)
+    np.testing.assert_allclose(out2d, a[0] @ bt[0].T, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-7), (np.float64, 1e-15)])
+def test_fast_exp_error_against_numpy(dtype, rtol):
+    from minigrad.kernels.cpu import softmax as cpu_softmax
+
+    # log_softmax_backward with g = e_0 returns -exp(z) in every column but the first
+    low, high = (-87.3, 88.7) if dtype == np.float32 else (-708.3, 709.7)
+    z = np.linspace(low, high, 200_001).astype(dtype).reshape(1, -1)
+    g = np.zeros_like(z)
+    g[0, 0] = 1
+    out = np.empty_like(z)
+    cpu_softmax.log_softmax_backward(z, g, out, False)
+    expected = np.exp(z.astype(np.float64))[0, 1:]
+    assert np.max(np.abs(-out[0, 1:] - expected) / expected) < rtol
+
+
+def test_other_dtypes_and_numpy_mode_take_the_twin(monkeypatch):
+    x = np.arange(6, dtype=np.float16).reshape(2, 3)
+    np.testing.assert_array_equal(kernels.softmax(x), reference.softmax(x))
+    calls = []
+    monkeypatch.setattr(reference, "softmax", lambda a: calls.append(a) or a)
+    with kernels.mode("numpy"):
+        kernels.softmax(np.ones((4, 4)))
+    assert len(calls) == 1
+
+
+def test_mode_switches():
+    assert kernels.get_mode() == "numba"
+    with kernels.mode("numpy"):
+        assert kernels.get_mode() == "numpy"
+        with pytest.raises(ValueError, match="kernel mode"):
+            kernels.set_mode("fast")
+        assert kernels.get_mode() == "numpy"
+    assert kernels.get_mode() == "numba"
+    with pytest.raises(RuntimeError), kernels.mode("auto"):
+        raise RuntimeError
+    assert kernels.get_mode() == "numba"
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "value, expected", [("numpy", "numpy"), (" NUMBA ", "numba"), ("", "auto"), ("fast", None)]
+)
+def test_environment_variable_sets_mode(value, expected):
+    result = _python("import minigrad.kernels as k; print(k.get_mode())", MINIGRAD_KERNELS=value)
+    if expected is None:
+        assert "kernel mode must be one of" in result.stderr
+    else:
+        assert result.stdout.strip() == expected
+
+
+def test_import_does_not_import_numba():
+    result = _python("import minigrad.kernels, sys; assert 'numba' not in sys.modules")
+    assert result.returncode == 0, result.stderr
