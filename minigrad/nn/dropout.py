@@ -1,0 +1,22 @@
+"""Dropout layer: active in training mode, the identity after eval()."""
+from __future__ import annotations
+
+from minigrad.nn.functional.dropout import dropout
+from minigrad.nn.module import Module
+from minigrad.tensor import Tensor
+
+
+class Dropout(Module):
+    """Zero elements with probability p during training, scaling the rest by 1/(1-p)."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: probability must be in [0, 1], got {p}")
+        self.p = p
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return dropout(input, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"

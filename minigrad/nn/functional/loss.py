@@ -1,0 +1,190 @@
+"""Losses: cross_entropy (one fused, numerically stable Function: log-softmax + NLL with
+class weights, ignore_index and label smoothing), nll_loss and mse_loss. Class dim is 1
+for (N, C, d1, ...) inputs, as in PyTorch; (C,) inputs take a 0-d target."""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad import kernels
+from minigrad.autograd import Function, is_grad_enabled
+from minigrad.backend import array_module
+from minigrad.ops import softmax
+from minigrad.tensor import Tensor
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+class CrossEntropy(Function):
+    """For logits x (M, C), targets y (M,), class weights w (C,) and smoothing eps, with
+    q[i, c] = (1 - eps) w[y_i] [c = y_i] + eps w[c] / C  (q[i] = 0 where y_i is ignored):
+        loss_i = -sum_c q[i, c] log softmax(x)[i, c]
+        mean:  sum_i loss_i / D,  D = sum of w[y_i] over the rows not ignored
+        dx[i] = (softmax(x)[i] sum_c q[i, c] - q[i]) * g_i   (g_i = g / D for mean)
+    An all-ignored batch with reduction="mean" gives NaN, as in PyTorch, and a zero
+    gradient (never NaN)."""
+
+    def forward(self, x, target, weight, ignore_index, label_smoothing, reduction):
+        self.weight = weight
+        self.label_smoothing, self.reduction = label_smoothing, reduction
+        self.valid, self.safe_target, self.target_weight = _target_weights(
+            target, weight, ignore_index, x.dtype)
+        logp = kernels.log_softmax(x)
+        losses = _cross_entropy_rows(logp, self.valid, self.safe_target, self.target_weight,
+                                     weight, label_smoothing)
+        self.save_for_backward(x, array_module(x).exp(logp))
+        return _reduce_rows(losses, self.target_weight, reduction)
+
+    def backward(self, grad):
+        x, probs = self.saved
+        if is_grad_enabled():
+            # the gradient itself is being differentiated: probs must depend on x
+            probs = softmax(x, -1)
+        coefficients = _smoothed_targets(x.data, self.valid, self.safe_target,
+                                         self.target_weight, self.weight, self.label_smoothing)
+        row_total = Tensor._wrap(coefficients.sum(axis=-1, keepdims=True), None)
+        coefficients = Tensor._wrap(coefficients, None)
+        if self.reduction == "none":
+            scale = grad.reshape(-1, 1)
+        elif self.reduction == "sum":
+            scale = grad
+        else:
+            total_weight = float(self.target_weight.sum())
+            scale = grad * (1.0 / total_weight) if total_weight != 0 else grad * 0.0
+        return (probs * row_total - coefficients) * scale
+
+
+def _target_weights(target, weight, ignore_index: int, dtype):
+    """valid = target != ignore_index, the target with ignored ids replaced by 0 (safe to
+    index with), and the row weights w[y_i] (1 without class weights; 0 if ignored)."""
+    valid = target != ignore_index
+    safe_target = array_module(target).where(valid, target, 0)
+    target_weight = valid.astype(dtype)
+    if weight is not None:
+        target_weight *= weight[safe_target]
+    return valid, safe_target, target_weight
+
+
+def _cross_entropy_rows(logp, valid, safe_target, target_weight, weight, label_smoothing):
+    """Per-row losses from log probabilities (plain xp; a fused kernel can replace this
+    function). `valid` marks rows not ignored, `target_weight` is w[y_i] (0 if ignored)."""
+    xp = array_module(logp)
+    picked = logp[xp.arange(logp.shape[0]), safe_target]
+    losses = xp.where(valid, -picked, 0) * target_weight
+    if label_smoothing:
+        per_class = logp * weight if weight is not None else logp
+        smooth = xp.where(valid, -per_class.sum(axis=-1), 0)
+        losses = (1 - label_smoothing) * losses + (label_smoothing / logp.shape[1]) * smooth
+    return losses.astype(logp.dtype, copy=False)
+
+
+def _smoothed_targets(x, valid, safe_target, target_weight, weight, label_smoothing):
+    """The dense coefficients q (M, C) of CrossEntropy's docstring."""
+    xp = array_module(x)
+    rows, classes = x.shape
+    q = xp.zeros(x.shape, dtype=x.dtype)
+    if label_smoothing:
+        class_weight = weight if weight is not None else xp.ones(classes, dtype=x.dtype)
+        q += (label_smoothing / classes) * class_weight * valid[:, None]
+    q[xp.arange(rows), safe_target] += (1 - label_smoothing) * target_weight
+    return q
+
+
+def _reduce_rows(losses, target_weight, reduction: str):
+    if reduction == "none":
+        return losses
+    total = losses.sum()
+    if reduction == "sum":
+        return total
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0 -> NaN, as in PyTorch
+        return (total / target_weight.sum()).astype(losses.dtype)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross entropy of logits `input` (N, C, ...) against class ids `target`
+    (N, ...): mean/sum/none over the rows not ignored (see CrossEntropy)."""
+    _check_reduction(reduction, "cross_entropy")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
+                         f"{label_smoothing}")
+    logits, ids, out_shape = _flatten_classes(input, target, ignore_index, "cross_entropy")
+    loss = CrossEntropy.apply(
+        logits, target=ids, weight=None if weight is None else weight.data,
+        ignore_index=ignore_index, label_smoothing=float(label_smoothing),
+        reduction=reduction)
+    return loss.reshape(out_shape) if reduction == "none" else loss
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """-w[y] * input[y] per row, for log probabilities `input` (N, C, ...); the mean
+    divides by the summed weights of the rows not ignored."""
+    _check_reduction(reduction, "nll_loss")
+    logp, ids, out_shape = _flatten_classes(input, target, ignore_index, "nll_loss")
+    _, safe_target, target_weight = _target_weights(
+        ids, None if weight is None else weight.data, ignore_index, logp.data.dtype)
+    rows = Tensor._wrap(logp.xp.arange(ids.shape[0]), None)
+    picked = logp[rows, Tensor._wrap(safe_target, None)]
+    losses = -picked * Tensor._wrap(target_weight, None)
+    if reduction == "none":
+        return losses.reshape(out_shape)
+    if reduction == "sum":
+        return losses.sum()
+    total_weight = float(target_weight.sum())
+    return losses.sum() * (1.0 / total_weight if total_weight else float("nan"))
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """(input - target)^2, averaged, summed or per element."""
+    _check_reduction(reduction, "mse_loss")
+    if tuple(input.shape) != tuple(target.shape):
+        raise RuntimeError(f"mse_loss: input shape {tuple(input.shape)} and target shape "
+                           f"{tuple(target.shape)} differ")
+    diff = input - target
+    squared = diff * diff
+    if reduction == "none":
+        return squared
+    return squared.sum() if reduction == "sum" else squared.mean()
+
+
+def _check_reduction(reduction: str, op: str) -> None:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+
+
+def _flatten_classes(input: Tensor, target: Tensor, ignore_index: int, op: str):  # noqa: A002
+    """(rows, C) scores with the class dim last, (rows,) integer ids, and the shape of
+    the unreduced loss."""
+    if not isinstance(target, Tensor) or target.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected integer class ids as target (class probabilities "
+                        f"are not supported), got {getattr(target, 'dtype', type(target))}")
+    if input.ndim == 0:
+        raise RuntimeError(f"{op}: input must have a class dimension, got a 0-d tensor")
+    expected = (() if input.ndim == 1 else (input.shape[0],) + tuple(input.shape[2:]))
+    if tuple(target.shape) != expected:
+        raise RuntimeError(
+            f"{op}: input of shape {tuple(input.shape)} (class dim 1) needs a target of "
+            f"shape {expected}, got {tuple(target.shape)}"
+        )
+    classes = input.shape[0] if input.ndim == 1 else input.shape[1]
+    if input.ndim == 1:
+        scores = input.reshape(1, classes)
+    elif input.ndim == 2:
+        scores = input
+    else:
+        order = (0, *range(2, input.ndim), 1)
+        scores = input.permute(*order).reshape(-1, classes)
+    ids = target.data.reshape(-1)
+    _check_ids(ids, classes, ignore_index, op)
+    return scores, ids, expected
+
+
+def _check_ids(ids, classes: int, ignore_index: int, op: str) -> None:
+    xp = array_module(ids)
+    bad = (ids != ignore_index) & ((ids < 0) | (ids >= classes))
+    if ids.size and bool(xp.any(bad)):
+        raise IndexError(
+            f"{op}: target ids must be in [0, {classes}) or equal ignore_index="
+            f"{ignore_index}, got {int(ids[bad][0])}"
+        )

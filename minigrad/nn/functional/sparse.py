@@ -1,0 +1,41 @@
+"""Embedding lookup: rows of a weight matrix picked by integer ids."""
+from __future__ import annotations
+
+from minigrad.autograd import Function
+from minigrad.ops.indexing import IndexAdd
+from minigrad.tensor import Tensor
+
+
+class EmbeddingLookup(Function):
+    """out = weight[ids];  dweight = zeros with g scatter-added at the ids' rows, leaving
+    out the positions whose id is padding_idx (that row's gradient stays zero)"""
+
+    def forward(self, weight, ids, padding_idx=None):
+        self.ids = ids
+        self.padding_idx = padding_idx
+        self.weight_shape = weight.shape
+        return weight[ids]
+
+    def backward(self, grad):
+        if self.padding_idx is not None:
+            is_padding = Tensor._wrap((self.ids == self.padding_idx)[..., None], None)
+            grad = grad.masked_fill(is_padding, 0.0)
+        return IndexAdd.apply(grad, index=self.ids, shape=self.weight_shape)
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:  # noqa: A002
+    """weight[input] for integer ids `input` of any shape -> shape input.shape + (dim,)."""
+    if input.dtype.is_floating_point:
+        raise TypeError(
+            f"embedding: expected integer ids, got {input.dtype} of shape {tuple(input.shape)}"
+        )
+    num_embeddings = weight.shape[0]
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += num_embeddings
+    ids = input.data
+    if ids.size and (ids.min() < 0 or ids.max() >= num_embeddings):
+        raise IndexError(
+            f"embedding: ids must be in [0, {num_embeddings}), got values in "
+            f"[{int(ids.min())}, {int(ids.max())}] (ids shape {tuple(input.shape)})"
+        )
+    return EmbeddingLookup.apply(weight, ids=ids, padding_idx=padding_idx)

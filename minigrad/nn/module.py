@@ -1,0 +1,328 @@
+"""Module: the base class of every layer. It registers the parameters, buffers and
+submodules assigned to it as attributes, and walks them for parameters(), state_dict(),
+to(), train()/eval() and repr, with PyTorch's names and dotted naming."""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator
+
+from minigrad import dtypes
+from minigrad.autograd import no_grad
+from minigrad.backend import as_device, to_device
+from minigrad.nn.parameter import Parameter
+from minigrad.tensor import Tensor
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    """Base class of layers and models: subclasses set attributes in __init__ and
+    define forward(); calling the module calls forward."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ registration
+    def __setattr__(self, name: str, value) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"cannot assign {name!r} before Module.__init__() was called "
+                f"(call super().__init__() first in {type(self).__name__}.__init__)"
+            )
+        if isinstance(value, Parameter):
+            self._forget(name)
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._forget(name)
+            self._modules[name] = value
+        elif name in self._parameters:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as parameter {name!r} "
+                    "(nn.Parameter or None expected)"
+                )
+            self._parameters[name] = None
+        elif name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as buffer {name!r} "
+                    "(Tensor or None expected)"
+                )
+            self._buffers[name] = value
+        elif name in self._modules and value is None:
+            self._modules[name] = None
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str):
+        # only called when normal lookup fails: look in the registries
+        for registry in ("_parameters", "_buffers", "_modules"):
+            entries = self.__dict__.get(registry)
+            if entries is not None and name in entries:
+                return entries[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        if not self._forget(name):
+            object.__delattr__(self, name)
+
+    def _forget(self, name: str) -> bool:
+        """Remove `name` from every registry and the instance dict; True if it was there."""
+        found = False
+        for registry in (self._parameters, self._buffers, self._modules):
+            if name in registry:
+                del registry[name]
+                found = True
+        self._non_persistent.discard(name)
+        if name in self.__dict__:
+            object.__delattr__(self, name)
+            found = True
+        return found
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"register_parameter: {name!r} must be a Parameter or None")
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor that is state but not a parameter (saved in state_dict unless
+        persistent=False, moved by to(), never given to an optimizer)."""
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name!r} must be a Tensor or None")
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"add_module: {name!r} must be a Module or None")
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, prefix: str = "", memo: set | None = None) -> Iterator:
+        """(dotted name, module) for self and every submodule, each module once."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator:
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry: str, prefix: str, recurse: bool) -> Iterator:
+        seen = set()
+        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in getattr(module, registry).items():
+                if value is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield (f"{module_prefix}.{name}" if module_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator:
+        yield from self._named_members("_parameters", prefix, recurse)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator:
+        yield from self._named_members("_buffers", prefix, recurse)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def get_submodule(self, target: str) -> Module:
+        module = self
+        for part in target.split(".") if target else []:
+            if part not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no submodule {part!r}")
+            module = module._modules[part]
+        return module
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Call fn on every submodule (children first) and then on self."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ modes and grads
+    def train(self, mode: bool = True) -> Module:
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad = Tensor._wrap(param.xp.zeros_like(param.grad.data), None)
+
+    # ------------------------------------------------------------------ state
+    def _local_state(self) -> Iterator:
+        """This module's own persistent entries: parameters first, then buffers."""
+        for name, param in self._parameters.items():
+            if param is not None:
+                yield name, param
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent:
+                yield name, buffer
+
+    def state_dict(self, destination: OrderedDict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict:
+        """Ordered {dotted name: tensor} of parameters and persistent buffers, module by
+        module; the tensors share memory with the module but are detached."""
+        destination = OrderedDict() if destination is None else destination
+        for name, value in self._local_state():
+            destination[prefix + name] = value if keep_vars else value.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy values from `state_dict` into this module's parameters and buffers, in
+        place (their identity, dtype and device are kept). Raises RuntimeError naming
+        every missing/unexpected key (when strict) and every shape mismatch."""
+        own = self.state_dict(keep_vars=True)
+        missing = [key for key in own if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in own]
+        errors = []
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            source_shape = tuple(getattr(state_dict[key], "shape", ()))
+            if source_shape != tuple(target.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {source_shape} "
+                    f"from checkpoint, the shape in current model is {tuple(target.shape)}"
+                )
+        if strict and missing:
+            errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(map(repr, missing)))
+        if strict and unexpected:
+            errors.insert(0, "Unexpected key(s) in state_dict: "
+                          + ", ".join(map(repr, unexpected)))
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        with no_grad():
+            for key, target in own.items():
+                if key in state_dict:
+                    target.copy_(_array_like(state_dict[key], target))
+        return IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------ devices and dtypes
+    def to(self, target=None, dtype=None, device=None) -> Module:
+        """Move parameters and buffers to a device and/or cast floating ones to a dtype,
+        in place: each Parameter stays the same object, only its `.data` changes."""
+        if isinstance(target, dtypes.dtype) or (
+            isinstance(target, str) and target in ("float16", "float32", "float64")
+        ):
+            dtype = target
+        elif target is not None:
+            device = target
+        device = as_device(device) if device is not None else None
+        dtype = dtypes.as_dtype(dtype) if dtype is not None else None
+        for module in self.modules():
+            for registry in (module._parameters, module._buffers):
+                for value in registry.values():
+                    if value is not None:
+                        _move(value, device, dtype)
+        return self
+
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def gpu(self) -> Module:
+        return self.to("gpu")
+
+    cuda = gpu
+
+    def float(self) -> Module:
+        return self.to(dtypes.float32)
+
+    def double(self) -> Module:
+        return self.to(dtypes.float64)
+
+    # ------------------------------------------------------------------ repr
+    def extra_repr(self) -> str:
+        """One line of the layer's settings, shown inside its repr."""
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [line for line in self.extra_repr().split("\n") if line]
+        for name, module in self._modules.items():
+            body = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {body}")
+        if not self._modules:
+            return f"{type(self).__name__}({', '.join(lines)})"
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+
+def _array_like(value, target: Tensor):
+    """`value` (tensor or array) as an array on target's device with target's dtype."""
+    array = value.data if isinstance(value, Tensor) else value
+    return to_device(array, target.device).astype(target.data.dtype, copy=False)
+
+
+def _move(t: Tensor, device, dtype) -> None:
+    """Replace t's array (and its grad's) by one on `device` / of `dtype`."""
+    for holder in (t, t.grad):
+        if holder is None:
+            continue
+        array = holder.data
+        if device is not None:
+            array = to_device(array, device)
+        if dtype is not None and holder.dtype.is_floating_point:
+            array = array.astype(dtype.np, copy=False)
+        holder.data = array

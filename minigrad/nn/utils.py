@@ -1,0 +1,33 @@
+"""Gradient utilities: clip_grad_norm_."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from minigrad.tensor import Tensor
+
+
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
+                    norm_type: float = 2.0, error_if_nonfinite: bool = False) -> Tensor:
+    """Scale all gradients in place by min(1, max_norm / (total_norm + 1e-6)), where
+    total_norm is the norm of all gradients together (as if concatenated); returns it."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad.data for p in parameters if p.grad is not None]
+    if not grads:
+        return Tensor(0.0)
+    xp = Tensor._wrap(grads[0], None).xp
+    norm_type = float(norm_type)
+    if norm_type == math.inf:
+        norms = [xp.abs(g).max() for g in grads]
+        total = xp.stack(norms).max()
+    else:
+        norms = [xp.linalg.norm(g.ravel(), norm_type) for g in grads]
+        total = xp.linalg.norm(xp.stack(norms), norm_type)
+    if error_if_nonfinite and not bool(xp.isfinite(total)):
+        raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} of the "
+                           f"gradients is {float(total)}; set error_if_nonfinite=False to skip")
+    clip_coefficient = min(1.0, float(max_norm) / (float(total) + 1e-6))
+    for g in grads:
+        g *= g.dtype.type(clip_coefficient)
+    return Tensor._wrap(xp.asarray(total), None)

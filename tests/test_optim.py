@@ -1,0 +1,172 @@
+"""Optimizers and schedules: update rules on hand-checkable cases, param groups,
+state_dict round trips, zero_grad, and the warmup schedule's formula."""
+import math
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import nn, optim
+from minigrad.optim.lr_scheduler import LambdaLR, NoamLR, StepLR
+
+
+def _param(values):
+    return nn.Parameter(mg.tensor(values))
+
+
+def test_sgd_plain_step():
+    p = _param([1.0, 2.0])
+    p.grad = mg.tensor([0.5, -1.0])
+    optim.SGD([p], lr=0.1).step()
+    np.testing.assert_allclose(p.numpy(), [0.95, 2.1])
+
+
+def test_sgd_momentum_buffer_starts_at_the_gradient():
+    p = _param([0.0])
+    opt = optim.SGD([p], lr=1.0, momentum=0.5, dampening=0.5)
+    for _ in range(2):
+        p.grad = mg.tensor([1.0])
+        opt.step()
+    # buffer: 1, then 0.5 * 1 + 0.5 * 1 = 1 -> p = -1 - 1
+    np.testing.assert_allclose(p.numpy(), [-2.0])
+
+
+def test_adam_first_step_is_lr_times_sign():
+    p = _param([1.0, -1.0])
+    p.grad = mg.tensor([3.0, -0.01])
+    optim.Adam([p], lr=0.1).step()
+    # bias-corrected m / sqrt(v) = sign(g) on the first step
+    np.testing.assert_allclose(p.numpy(), [0.9, -0.9], rtol=1e-5)
+
+
+def test_adamw_decays_weights_without_gradient_signal():
+    p = _param([2.0])
+    p.grad = mg.tensor([0.0])
+    optim.AdamW([p], lr=0.1, weight_decay=0.5).step()
+    np.testing.assert_allclose(p.numpy(), [2.0 * (1 - 0.05)], rtol=1e-6)
+
+
+def test_parameters_without_grad_are_skipped_and_step_builds_no_graph():
+    a, b = _param([1.0]), _param([1.0])
+    a.grad = mg.tensor([1.0])
+    opt = optim.Adam([a, b], lr=0.1)
+    opt.step()
+    assert b.numpy()[0] == 1.0 and a.numpy()[0] != 1.0
+    assert a.grad_fn is None and b not in opt.state
+
+
+def test_param_groups_with_own_hyperparameters():
+    a, b = _param([1.0]), _param([1.0])
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 1.0}], lr=0.1)
+    a.grad, b.grad = mg.tensor([1.0]), mg.tensor([1.0])
+    opt.step()
+    np.testing.assert_allclose([a.item(), b.item()], [0.9, 0.0])
+    c = _param([0.0])
+    opt.add_param_group({"params": c, "momentum": 0.9})
+    assert opt.param_groups[2]["lr"] == 0.1 and opt.param_groups[2]["momentum"] == 0.9
+    with pytest.raises(ValueError, match="more than one"):
+        opt.add_param_group({"params": [a]})
+
+
+def test_zero_grad():
+    p = _param([1.0])
+    p.grad = mg.tensor([2.0])
+    opt = optim.SGD([p], lr=0.1)
+    opt.zero_grad(set_to_none=False)
+    assert p.grad.item() == 0.0
+    opt.zero_grad()
+    assert p.grad is None
+
+
+def _train(opt, params, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        for p in params:
+            p.grad = mg.tensor(rng.standard_normal(p.shape).astype(np.float32))
+        opt.step()
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: optim.Adam(p, lr=0.01, amsgrad=True),
+    lambda p: optim.AdamW(p, lr=0.01),
+    lambda p: optim.SGD(p, lr=0.01, momentum=0.9, nesterov=True),
+])
+def test_state_dict_round_trip_continues_identically(make):
+    initial = [np.ones((2, 3), np.float32), np.zeros(3, np.float32)]
+    params = [nn.Parameter(mg.tensor(a)) for a in initial]
+    opt = make(params)
+    _train(opt, params, 3)
+    saved = opt.state_dict()
+    assert sorted(saved["state"]) == [0, 1] and saved["param_groups"][0]["params"] == [0, 1]
+    copies = [nn.Parameter(mg.tensor(p.numpy())) for p in params]
+    resumed = make(copies)
+    resumed.load_state_dict(saved)
+    _train(opt, params, 2, seed=1)
+    _train(resumed, copies, 2, seed=1)
+    for p, q in zip(params, copies, strict=True):
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_load_state_dict_rejects_mismatched_groups():
+    opt = optim.SGD([_param([1.0])], lr=0.1)
+    other = optim.SGD([_param([1.0]), _param([2.0])], lr=0.1)
+    with pytest.raises(ValueError, match="group"):
+        opt.load_state_dict(other.state_dict())
+
+
+def test_noam_schedule_formula_and_peak():
+    p = _param([0.0])
+    opt = optim.Adam([p], lr=1.0)
+    scheduler = NoamLR(opt, d_model=512, warmup_steps=4000, factor=2.0)
+    lrs = []
+    for _ in range(8000):
+        lrs.append(opt.param_groups[0]["lr"])
+        scheduler.step()
+    for step in (1, 100, 4000, 7999):
+        expected = 2.0 * 512**-0.5 * min(step**-0.5, step * 4000**-1.5)
+        assert lrs[step - 1] == pytest.approx(expected)
+    assert int(np.argmax(lrs)) + 1 == 4000
+    assert scheduler.get_last_lr() == [opt.param_groups[0]["lr"]]
+
+
+def test_lambda_and_step_lr():
+    p = _param([0.0])
+    opt = optim.SGD([p], lr=0.5)
+    scheduler = LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+    scheduler.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
+    opt = optim.SGD([p], lr=1.0)
+    scheduler = StepLR(opt, step_size=2, gamma=0.1)
+    seen = []
+    for _ in range(5):
+        seen.append(opt.param_groups[0]["lr"])
+        scheduler.step()
+    np.testing.assert_allclose(seen, [1, 1, 0.1, 0.1, 0.01])
+
+
+def test_scheduler_state_dict_resumes():
+    p = _param([0.0])
+    opt = optim.Adam([p], lr=1.0)
+    scheduler = NoamLR(opt, d_model=16, warmup_steps=10)
+    for _ in range(5):
+        scheduler.step()
+    state = scheduler.state_dict()
+    assert "optimizer" not in state
+    opt2 = optim.Adam([_param([0.0])], lr=1.0)
+    resumed = NoamLR(opt2, d_model=16, warmup_steps=10)
+    resumed.load_state_dict(state)
+    scheduler.step()
+    resumed.step()
+    assert opt2.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+    assert math.isclose(opt.param_groups[0]["lr"], 16**-0.5 * 7 * 10**-1.5)
+
+
+def test_invalid_hyperparameters_raise():
+    with pytest.raises(ValueError):
+        optim.SGD([_param([1.0])], lr=-1)
+    with pytest.raises(ValueError):
+        optim.SGD([_param([1.0])], lr=0.1, nesterov=True)
+    with pytest.raises(ValueError):
+        optim.Adam([_param([1.0])], betas=(1.0, 0.9))
+    with pytest.raises(ValueError):
+        optim.Adam([])
