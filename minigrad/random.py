@@ -36,6 +36,13 @@ def generator(device) -> object:
 
 def uniform(shape, low, high, dtype, device):
     if str(device) == "cpu":
+        if dtype.np in (np.float32, np.float64):
+            # draw in the target dtype directly: no float64 temporary for float32
+            draws = _cpu.random(size=shape, dtype=dtype.np)
+            if low != 0.0 or high != 1.0:
+                draws *= high - low
+                draws += low
+            return draws
         return _cpu.uniform(low, high, size=shape).astype(dtype.np, copy=False)
     return generator(device).uniform(low, high, size=shape).astype(dtype.np, copy=False)
 
