@@ -110,8 +110,11 @@ class Function:
         node = cls.__new__(cls)
         try:
             out = node.forward(*[t.data for t in inputs], **params)
-        except (ValueError, TypeError, IndexError) as exc:
-            raise _op_error(cls.__name__, inputs, exc) from exc
+        except Exception as exc:
+            # NumPy and CuPy reject each other's arrays in many ways; name the devices
+            if isinstance(exc, (ValueError, TypeError, IndexError)) or _mixes_devices(inputs):
+                raise _op_error(cls.__name__, inputs, exc) from exc
+            raise
         if out.__class__ is not np.ndarray and isinstance(out, np.generic):
             out = np.asarray(out)  # NumPy returns scalars from 0-d arithmetic
         if STATE.grad_enabled:
@@ -178,6 +181,10 @@ def _modified_error(op: str, index: int, expected: int, t: Tensor) -> RuntimeErr
         f"{t._version[0]}, expected version {expected}. Make the in-place change after "
         "backward(), or use an out-of-place op."
     )
+
+
+def _mixes_devices(inputs) -> bool:
+    return len({t.device for t in inputs}) > 1
 
 
 def _op_error(op: str, inputs, exc: Exception) -> RuntimeError:

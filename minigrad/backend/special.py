@@ -22,7 +22,8 @@ def _numba_erf():
 
 def erf(x):
     """The error function erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt, elementwise."""
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, np.generic)):  # a 0-d product is a NumPy scalar
+        x = np.asarray(x)
         if x.dtype == np.float16:
             return _numba_erf()(x.astype(np.float32)).astype(np.float16)
         return _numba_erf()(x)

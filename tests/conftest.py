@@ -1,0 +1,69 @@
+"""Shared pytest configuration.
+
+`--device cpu|gpu` (or MINIGRAD_TEST_DEVICE=cpu|gpu in the environment) chooses where the
+op tests create their tensors (tests/helpers.make_tensor). Tests marked `device` are the
+ones that follow the switch; with gpu asked for and no CUDA they are skipped, with the
+reason, and every other test still runs on the CPU.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from helpers import DEVICE_ENV, test_device
+
+import minigrad as mg
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device",
+        action="store",
+        default=None,
+        choices=("cpu", "gpu", "cuda"),
+        help=f"device for op tests (sets {DEVICE_ENV}; default cpu)",
+    )
+
+
+def pytest_configure(config):
+    option = config.getoption("--device")
+    if option is not None:
+        os.environ[DEVICE_ENV] = option
+    if test_device() not in ("cpu", "gpu"):
+        raise pytest.UsageError(
+            f"{DEVICE_ENV}={os.environ.get(DEVICE_ENV)!r}: expected 'cpu' or 'gpu'"
+        )
+    config.addinivalue_line(
+        "markers", f"device: the test creates its tensors on {DEVICE_ENV} (cpu or gpu)"
+    )
+
+
+def pytest_report_header(config):
+    return f"minigrad op tests on device: {test_device()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if test_device() != "gpu" or mg.backend.is_cuda_available():
+        return
+    skip = pytest.mark.skip(
+        reason=f"{DEVICE_ENV}=gpu but CUDA is not available (CuPy missing or no GPU)"
+    )
+    for item in items:
+        if item.get_closest_marker("device") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng():
+    """A seeded NumPy generator, fresh per test."""
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def _restore_grad_mode():
+    """A test that fails inside no_grad must not leave grad mode off for the next one."""
+    yield
+    mg.autograd.STATE.grad_enabled = True
+    mg.autograd.STATE.anomaly = False
+

@@ -1,0 +1,593 @@
+"""Hypothesis gradient checks for every differentiable op of the contract.
+
+Each test draws float64 inputs from the op's domain (positive for log/sqrt/rsqrt, away
+from the kink for abs/relu/clamp/max, distinct values where ties would make the gradient
+ambiguous), small shapes with size-1 dims and 0-d tensors, mutually broadcastable shapes
+for binary ops, and contiguous, transposed or strided (non-contiguous) leaves. helpers.
+check_grad compares the full Jacobian and a random-upstream backward() with central
+differences.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import (
+    FEW_EXAMPLES,
+    OP_SETTINGS,
+    arrays,
+    away_from,
+    check_grad,
+    dims_of,
+    distinct_arrays,
+    floats,
+    layouts,
+    make_tensor,
+    nonzero,
+    positive,
+    shapes,
+)
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import minigrad as mg
+
+pytestmark = pytest.mark.device
+
+broadcast_pairs = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3,
+                                                    max_side=3)
+
+
+def leaf(array, layout="contiguous"):
+    return make_tensor(array, requires_grad=True, layout=layout)
+
+
+# ----------------------------------------------------------------------------- binary
+
+
+BINARY = {
+    "add": (lambda a, b: a + b, floats(), floats()),
+    "sub": (lambda a, b: a - b, floats(), floats()),
+    "mul": (lambda a, b: a * b, floats(), floats()),
+    "div": (lambda a, b: a / b, floats(), nonzero(0.5)),
+    "pow_tensor_exponent": (lambda a, b: a**b, positive(0.25, 3.0), floats(-2.0, 2.0)),
+}
+
+
+@pytest.mark.parametrize("name", list(BINARY))
+@OP_SETTINGS
+@given(data=st.data(), shapes_=broadcast_pairs, layout_a=layouts(), layout_b=layouts())
+def test_binary_broadcast(name, data, shapes_, layout_a, layout_b):
+    op, elements_a, elements_b = BINARY[name]
+    shape_a, shape_b = shapes_.input_shapes
+    a = leaf(data.draw(arrays(shape_a, elements_a)), layout_a)
+    b = leaf(data.draw(arrays(shape_b, elements_b)), layout_b)
+    check_grad(op, a, b)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), scalar=nonzero(0.5))
+def test_binary_with_python_scalar(name, data, shape, scalar):
+    op = BINARY[name][0]
+    x = leaf(data.draw(arrays(shape, nonzero(0.5))))
+    check_grad(lambda t: op(t, scalar), x)
+    check_grad(lambda t: op(scalar, t), x)  # reflected operators
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_neg(data, shape, layout):
+    check_grad(lambda t: -t, leaf(data.draw(arrays(shape)), layout))
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, -1, -2, 0.5, -1.5, 2.5])
+@FEW_EXAMPLES
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_pow_scalar_exponent(exponent, data, shape, layout):
+    integral = float(exponent).is_integer()
+    # integer exponents take any base (non-zero when negative); others need a base > 0
+    elements = (floats() if exponent >= 0 else nonzero(0.5)) if integral else positive()
+    x = leaf(data.draw(arrays(shape, elements)), layout)
+    check_grad(lambda t: t**exponent, x)
+
+
+@FEW_EXAMPLES
+@given(data=st.data(), shape=shapes(), base=floats(0.5, 3.0))
+def test_pow_scalar_base(data, shape, base):
+    """base ** x with a Python-number base (the exponent is the tensor)."""
+    check_grad(lambda t: base**t, leaf(data.draw(arrays(shape, floats(-2.0, 2.0)))))
+
+
+# ----------------------------------------------------------------------------- matmul
+
+
+@st.composite
+def matmul_shapes(draw):
+    """Shapes (a, b) covering 1-D @ 1-D, 1-D @ n-D, n-D @ 1-D, 2-D and batched @ batched
+    with broadcast batch dims."""
+    n, k, m = (draw(st.integers(1, 3)) for _ in range(3))
+    batch_a, batch_b = draw(hnp.mutually_broadcastable_shapes(
+        num_shapes=2, min_dims=0, max_dims=2, max_side=3)).input_shapes
+    left = draw(st.sampled_from(["vector", "matrix"]))
+    right = draw(st.sampled_from(["vector", "matrix"]))
+    shape_a = (k,) if left == "vector" else batch_a + (n, k)
+    shape_b = (k,) if right == "vector" else batch_b + (k, m)
+    return shape_a, shape_b
+
+
+@OP_SETTINGS
+@given(data=st.data(), shapes_=matmul_shapes(), layout_a=layouts(), layout_b=layouts())
+def test_matmul(data, shapes_, layout_a, layout_b):
+    shape_a, shape_b = shapes_
+    a = leaf(data.draw(arrays(shape_a)), layout_a)
+    b = leaf(data.draw(arrays(shape_b)), layout_b)
+    check_grad(lambda x, y: x @ y, a, b)
+    check_grad(mg.matmul, a, b)
+
+
+# ----------------------------------------------------------------------------- unary
+
+
+UNARY = {
+    "exp": (lambda t: t.exp(), floats()),
+    "log": (lambda t: t.log(), positive()),
+    "sqrt": (lambda t: t.sqrt(), positive()),
+    "rsqrt": (lambda t: t.rsqrt(), positive()),
+    "abs": (lambda t: t.abs(), nonzero(0.1)),
+    "tanh": (lambda t: t.tanh(), floats()),
+    "sigmoid": (lambda t: t.sigmoid(), floats(-6.0, 6.0)),
+    "relu": (lambda t: t.relu(), nonzero(0.1)),
+    "gelu": (lambda t: t.gelu(), floats()),
+    "gelu_tanh": (lambda t: t.gelu(approximate="tanh"), floats()),
+    "erf": (lambda t: mg.erf(t), floats()),
+    "clamp": (lambda t: t.clamp(-0.5, 0.5), away_from([-0.5, 0.5], 0.1)),
+    "clamp_min": (lambda t: t.clamp(min=-0.5), away_from([-0.5], 0.1)),
+    "clamp_max": (lambda t: mg.clamp(t, max=0.5), away_from([0.5], 0.1)),
+    "free_functions": (lambda t: mg.exp(mg.tanh(t)) + mg.sigmoid(t) + mg.relu(t).abs(),
+                       nonzero(0.1)),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_unary(name, data, shape, layout):
+    op, elements = UNARY[name]
+    check_grad(op, leaf(data.draw(arrays(shape, elements)), layout))
+
+
+@pytest.mark.parametrize("name", ["log", "sqrt", "rsqrt"])
+@FEW_EXAMPLES
+@given(data=st.data(), shape=shapes())
+def test_unary_near_zero_stays_accurate(name, data, shape):
+    """The positive domain includes small values (the steep part), still away from 0."""
+    op, _ = UNARY[name]
+    x = leaf(data.draw(arrays(shape, positive(0.05, 0.5))))
+    check_grad(op, x, eps=1e-8)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+@st.composite
+def reduce_args(draw, min_dims=0):
+    """A shape and a `dim` argument: None, an int or a tuple of distinct dims."""
+    shape = draw(shapes(min_dims=min_dims))
+    ndim = len(shape)
+    kind = draw(st.sampled_from(["none", "int", "tuple"]))
+    if kind == "none" or ndim == 0:
+        return shape, None
+    if kind == "int":
+        return shape, draw(dims_of(ndim))
+    picked = draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True))
+    negate = draw(st.booleans())
+    return shape, tuple(d - ndim if negate else d for d in picked)
+
+
+def _reduced_count(shape, dim) -> int:
+    if dim is None:
+        return int(np.prod(shape))
+    dims = (dim,) if isinstance(dim, int) else dim
+    return int(np.prod([shape[d] for d in dims])) if shape else 1
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax_distinct", "logsumexp", "var", "std"])
+@OP_SETTINGS
+@given(data=st.data(), args=reduce_args(), keepdim=st.booleans(), layout=layouts())
+def test_reductions(name, data, args, keepdim, layout):
+    shape, dim = args
+    distinct = name in ("amax_distinct", "std")
+    array = data.draw(distinct_arrays(shape) if distinct else arrays(shape))
+    x = leaf(array, layout)
+    if name == "sum":
+        check_grad(lambda t: t.sum(dim, keepdim=keepdim), x)
+    elif name == "mean":
+        check_grad(lambda t: t.mean(dim, keepdim=keepdim), x)
+    elif name == "amax_distinct":
+        check_grad(lambda t: mg.amax(t, dim, keepdim=keepdim), x)
+    elif name == "logsumexp":
+        check_grad(lambda t: t.logsumexp(dim if dim is not None else tuple(range(t.ndim)),
+                                         keepdim=keepdim), x)
+    else:
+        count = _reduced_count(shape, dim)
+        unbiased = data.draw(st.booleans()) and count > 1
+        if name == "std" and count == 1:
+            return  # std of one value is 0 (or nan): sqrt has no derivative there
+        op = (lambda t: t.var(dim, unbiased=unbiased, keepdim=keepdim)) if name == "var" \
+            else (lambda t: t.std(dim, unbiased=unbiased, keepdim=keepdim))
+        check_grad(op, x)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_sum_and_mean_free_functions(data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    check_grad(lambda t: mg.sum(t) * mg.mean(t), x)
+
+
+@pytest.mark.parametrize("smallest", [False, True])
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), keepdim=st.booleans(), layout=layouts())
+def test_max_min_distinct(smallest, data, shape, keepdim, layout):
+    """max/min over everything and (values, indices) along a dim, values all distinct."""
+    x = leaf(data.draw(distinct_arrays(shape)), layout)
+    reduce = (lambda t, *a, **k: t.min(*a, **k)) if smallest else \
+        (lambda t, *a, **k: t.max(*a, **k))
+    check_grad(lambda t: reduce(t), x)
+    if x.ndim > 0:
+        dim = data.draw(dims_of(x.ndim))
+        check_grad(lambda t: reduce(t, dim, keepdim=keepdim).values, x)
+
+
+def test_max_ties_follow_pytorch():
+    """Full max/min and amax share the gradient evenly among tied maxima; max along a dim
+    sends it to the index it returns (the first maximum), as in PyTorch."""
+    values = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
+    x = make_tensor(values, requires_grad=True)
+    x.max().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 0.5, 0.5], [0, 0, 0]])
+
+    x.grad = None
+    mg.amax(x, 1).backward(make_tensor(np.array([10.0, 20.0])))
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 5, 5], [10, 10, 0]])
+
+    x.grad = None
+    result = x.max(1)
+    np.testing.assert_array_equal(result.indices.numpy(), [1, 0])
+    result.values.backward(make_tensor(np.array([10.0, 20.0])))
+    np.testing.assert_allclose(x.grad.numpy(), [[0, 10, 0], [20, 0, 0]])
+
+    x.grad = None
+    result = x.min(1)
+    result.values.backward(make_tensor(np.array([10.0, 20.0])))
+    np.testing.assert_array_equal(result.indices.numpy(), [0, 2])
+    np.testing.assert_allclose(x.grad.numpy(), [[10, 0, 0], [0, 0, 20]])
+
+
+def test_maximum_minimum_ties_split_evenly():
+    a = make_tensor(np.array([1.0, 2.0, 3.0]), requires_grad=True)
+    b = make_tensor(np.array([1.0, 5.0, 0.0]), requires_grad=True)
+    mg.maximum(a, b).backward(make_tensor(np.array([2.0, 4.0, 6.0])))
+    np.testing.assert_allclose(a.grad.numpy(), [1, 0, 6])
+    np.testing.assert_allclose(b.grad.numpy(), [1, 4, 0])
+    a.grad = b.grad = None
+    mg.minimum(a, b).backward(make_tensor(np.array([2.0, 4.0, 6.0])))
+    np.testing.assert_allclose(a.grad.numpy(), [1, 4, 0])
+    np.testing.assert_allclose(b.grad.numpy(), [1, 0, 6])
+
+
+# ----------------------------------------------------------------------------- softmax
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_softmax_any_dim(name, data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    dim = data.draw(dims_of(len(shape)))
+    method = getattr(mg.Tensor, name)
+    free = getattr(mg, name)
+    # softmax rows sum to 1: only a random upstream gradient sees its Jacobian
+    check_grad(lambda t: method(t, dim), x)
+    check_grad(lambda t: free(t, dim), x)
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+def _maximum_operands(shape_a, shape_b):
+    """a on the lattice k + [0, 0.2], b on k + 0.5 + [0, 0.2]: |a - b| >= 0.3 for every
+    broadcast pair, so maximum never meets a tie."""
+    def lattice(shape, offset):
+        integers = hnp.arrays(np.int64, shape, elements=st.integers(-3, 3))
+        fractions = arrays(shape, floats(0.0, 0.2))
+        return st.tuples(integers, fractions).map(lambda p: p[0] + offset + p[1])
+    return lattice(shape_a, 0.0), lattice(shape_b, 0.5)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+@OP_SETTINGS
+@given(data=st.data(), shapes_=broadcast_pairs, layout=layouts())
+def test_maximum_minimum_broadcast(name, data, shapes_, layout):
+    shape_a, shape_b = shapes_.input_shapes
+    strategy_a, strategy_b = _maximum_operands(shape_a, shape_b)
+    a = leaf(data.draw(strategy_a), layout)
+    b = leaf(data.draw(strategy_b))
+    op = getattr(mg, name)
+    check_grad(op, a, b)
+    if name == "maximum":
+        check_grad(lambda x, y: x.maximum(y), a, b)
+
+
+@OP_SETTINGS
+@given(data=st.data(),
+       shapes_=hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3,
+                                                 max_side=3),
+       layout=layouts())
+def test_where_broadcast(data, shapes_, layout):
+    shape_c, shape_a, shape_b = shapes_.input_shapes
+    condition = make_tensor(data.draw(hnp.arrays(np.bool_, shape_c)))
+    a = leaf(data.draw(arrays(shape_a)), layout)
+    b = leaf(data.draw(arrays(shape_b)))
+    check_grad(lambda x, y: mg.where(condition, x, y), a, b)
+    check_grad(lambda x: mg.where(condition, x, 2.0), a)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shapes_=hnp.mutually_broadcastable_shapes(
+    num_shapes=1, min_dims=0, max_dims=3, max_side=3), layout=layouts())
+def test_masked_fill_broadcast_mask(data, shapes_, layout):
+    """The mask broadcasts to x; filled positions get no gradient."""
+    (mask_shape,) = shapes_.input_shapes
+    x = leaf(data.draw(arrays(shapes_.result_shape)), layout)
+    mask = make_tensor(data.draw(hnp.arrays(np.bool_, mask_shape)))
+    check_grad(lambda t: t.masked_fill(mask, -1.5), x)
+    check_grad(lambda t: mg.masked_fill(t, mask, float("-inf")).exp(), x)
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(min_dims=2, max_dims=3, max_side=4),
+       diagonal=st.integers(-2, 2), layout=layouts())
+def test_triu_tril(upper, data, shape, diagonal, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    op = mg.triu if upper else mg.tril
+    check_grad(lambda t: op(t, diagonal), x)
+
+
+# ----------------------------------------------------------------------------- shape
+
+
+@st.composite
+def reshape_targets(draw):
+    shape = draw(shapes())
+    size = int(np.prod(shape))
+    factors = [d for d in range(1, size + 1) if size % d == 0]
+    first = draw(st.sampled_from(factors))
+    target = draw(st.sampled_from([(size,), (first, size // first), (first, -1),
+                                   (1, size, 1), (-1,)]))
+    if size == 1:
+        target = draw(st.sampled_from([(), (1,), (1, 1), target]))
+    return shape, target
+
+
+@OP_SETTINGS
+@given(data=st.data(), args=reshape_targets(), layout=layouts())
+def test_reshape_view_flatten(data, args, layout):
+    shape, target = args
+    x = leaf(data.draw(arrays(shape)), layout)
+    check_grad(lambda t: t.reshape(target), x)
+    check_grad(lambda t: t.view(*target) if target else t.view(()), x)
+    check_grad(lambda t: mg.reshape(t, target), x)
+    check_grad(lambda t: t.flatten(), x)
+    if x.ndim >= 2:
+        check_grad(lambda t: mg.flatten(t, 1, -1), x)
+        check_grad(lambda t: t.flatten(0, 1), x)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(min_dims=1, max_dims=4), layout=layouts())
+def test_permute_transpose_T(data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    order = data.draw(st.permutations(range(x.ndim)))
+    dim0, dim1 = data.draw(dims_of(x.ndim)), data.draw(dims_of(x.ndim))
+    check_grad(lambda t: t.permute(*order), x)
+    check_grad(lambda t: mg.permute(t, order), x)
+    check_grad(lambda t: t.transpose(dim0, dim1), x)
+    check_grad(lambda t: mg.transpose(t, dim0, dim1), x)
+    check_grad(lambda t: t.T, x)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_unsqueeze_squeeze(data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    new_dim = data.draw(st.integers(-x.ndim - 1, x.ndim))
+    check_grad(lambda t: t.unsqueeze(new_dim), x)
+    check_grad(lambda t: t.squeeze(), x)
+    if x.ndim:
+        dim = data.draw(dims_of(x.ndim))
+        check_grad(lambda t: t.squeeze(dim), x)
+    check_grad(lambda t: t.unsqueeze(0).unsqueeze(-1).squeeze(0), x)
+
+
+@st.composite
+def expand_args(draw):
+    """A shape with size-1 dims and a target that grows them and may add leading dims."""
+    shape = draw(shapes(max_side=2))
+    grown = tuple(draw(st.integers(1, 3)) if n == 1 else n for n in shape)
+    target = [draw(st.sampled_from([n, -1])) if n == m else n for n, m in zip(grown, shape)]
+    leading = draw(st.lists(st.integers(1, 3), max_size=2))
+    return shape, tuple(leading) + tuple(target)
+
+
+@OP_SETTINGS
+@given(data=st.data(), args=expand_args(), layout=layouts())
+def test_expand(data, args, layout):
+    shape, target = args
+    x = leaf(data.draw(arrays(shape)), layout)
+    check_grad(lambda t: t.expand(*target), x)
+    check_grad(lambda t: t.expand(target) * 1.0, x)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_contiguous_and_clone(data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    out = x.contiguous()
+    assert out.data.flags.c_contiguous
+    check_grad(lambda t: t.contiguous(), x)
+    check_grad(lambda t: t.clone(), x)
+    check_grad(lambda t: t.clone() * t, x)
+
+
+@st.composite
+def cat_args(draw):
+    base = list(draw(shapes(min_dims=1)))
+    ndim = len(base)
+    dim = draw(dims_of(ndim))
+    count = draw(st.integers(1, 3))
+    result = []
+    for _ in range(count):
+        shape = list(base)
+        shape[dim % ndim] = draw(st.integers(1, 3))
+        result.append(tuple(shape))
+    return result, dim
+
+
+@OP_SETTINGS
+@given(data=st.data(), args=cat_args(), layout=layouts())
+def test_cat(data, args, layout):
+    shape_list, dim = args
+    tensors = [leaf(data.draw(arrays(s)), layout) for s in shape_list]
+    check_grad(lambda *ts: mg.cat(ts, dim), *tensors)
+    check_grad(lambda *ts: mg.cat(list(ts), dim=dim), *tensors)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), count=st.integers(1, 3), layout=layouts())
+def test_stack(data, shape, count, layout):
+    tensors = [leaf(data.draw(arrays(shape)), layout) for _ in range(count)]
+    dim = data.draw(st.integers(-len(shape) - 1, len(shape)))
+    check_grad(lambda *ts: mg.stack(ts, dim), *tensors)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(min_dims=1, max_side=5), layout=layouts())
+def test_split_chunk(data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    dim = data.draw(dims_of(x.ndim))
+    length = x.shape[dim]
+    size = data.draw(st.integers(1, length))
+    check_grad(lambda t: t.split(size, dim), x)
+    sizes = data.draw(st.lists(st.integers(0, length), min_size=1, max_size=3))
+    sizes = sizes[:-1] + [length - sum(sizes[:-1])] if sum(sizes[:-1]) <= length else [length]
+    check_grad(lambda t: mg.split(t, sizes, dim), x)
+    chunks = data.draw(st.integers(1, 4))
+    check_grad(lambda t: t.chunk(chunks, dim), x)
+    check_grad(lambda t: mg.chunk(t, chunks, dim)[0] * 2, x)
+
+
+# ----------------------------------------------------------------------------- indexing
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(min_dims=1, max_side=4), layout=layouts())
+def test_getitem_basic(data, shape, layout):
+    """Integers, slices with any step (negative ones too), None and Ellipsis."""
+    x = leaf(data.draw(arrays(shape)), layout)
+    index = data.draw(hnp.basic_indices(shape, min_dims=0, allow_newaxis=True,
+                                        allow_ellipsis=True))
+    check_grad(lambda t: t[index], x)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(min_dims=1, max_side=4), layout=layouts(),
+       as_tensor=st.booleans())
+def test_getitem_integer_arrays_with_repeats(data, shape, layout, as_tensor):
+    """Integer-array indices (which repeat elements; their gradients must add up)."""
+    x = leaf(data.draw(arrays(shape)), layout)
+    index = data.draw(hnp.integer_array_indices(
+        shape, result_shape=hnp.array_shapes(min_dims=1, max_dims=2, max_side=5)))
+    if as_tensor:
+        index = tuple(make_tensor(part) for part in index)
+    check_grad(lambda t: t[index], x)
+
+
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(min_dims=1, max_side=4), layout=layouts())
+def test_getitem_bool_mask(data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    mask = data.draw(hnp.arrays(np.bool_, shape))
+    check_grad(lambda t: t[make_tensor(mask)], x)
+    row_mask = mask.reshape(-1)[: shape[0]] if mask.size >= shape[0] else mask[..., 0]
+    check_grad(lambda t: t[make_tensor(row_mask)], x)
+
+
+INDEX_CASES = {
+    "repeated_list": lambda: [0, 0, 2, 0],
+    "repeated_tensor": lambda: make_tensor(np.array([[2, 2], [0, 2]])),
+    "negative_step": lambda: (slice(None, None, -2), slice(3, 0, -1)),
+    "none_ellipsis": lambda: (None, Ellipsis, 1),
+    "mixed_int_and_array": lambda: (1, [3, 3, 0]),
+    "array_slice_array": lambda: ([0, 2, 2], slice(None), [1, 1, 0]),
+    "ellipsis_array": lambda: (Ellipsis, [1, 1]),
+    "negative_int": lambda: (-1, slice(None, None, 2)),
+    "bool_rows": lambda: make_tensor(np.array([True, False, True])),
+}
+
+
+@pytest.mark.parametrize("case", list(INDEX_CASES))
+@FEW_EXAMPLES
+@given(data=st.data(), layout=layouts())
+def test_getitem_cases(case, data, layout):
+    x = leaf(data.draw(arrays((3, 4, 2))), layout)
+    index = INDEX_CASES[case]()
+    check_grad(lambda t: t[index], x)
+
+
+# ----------------------------------------------------------------------------- dtype
+
+
+@FEW_EXAMPLES
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_to_dtype_float64_float32_roundtrip(data, shape, layout):
+    """float64 -> float32 -> float64: the gradient passes through both casts (eps large
+    enough that float32 rounding does not swamp the finite difference)."""
+    x = leaf(data.draw(arrays(shape)), layout)
+    check_grad(lambda t: t.to(mg.float32).to(mg.float64) * t, x, eps=1e-3, atol=1e-4)
+    check_grad(lambda t: t.float().double(), x, eps=1e-3, atol=1e-4)
+    check_grad(lambda t: t.to(mg.float64), x)  # a no-op cast keeps the graph
+
+
+@FEW_EXAMPLES
+@given(data=st.data(), shape=shapes())
+def test_float32_leaf_gets_float32_grad_through_float64(data, shape):
+    array = data.draw(arrays(shape)).astype(np.float32)
+    x = make_tensor(array, requires_grad=True)
+    upstream = data.draw(arrays(shape))
+    (x.to(mg.float64) * 3.0).backward(make_tensor(upstream))
+    assert x.grad.dtype is mg.float32
+    np.testing.assert_allclose(x.grad.numpy(), (3 * upstream).astype(np.float32), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- composite
+
+
+@FEW_EXAMPLES
+@given(data=st.data(), layout=layouts())
+def test_composite_attention_like(data, layout):
+    """Several ops chained, as in attention: the engine sums every path correctly."""
+    q = leaf(data.draw(arrays((2, 3, 2))), layout)
+    k = leaf(data.draw(arrays((2, 3, 2))))
+    mask = make_tensor(np.triu(np.ones((3, 3), dtype=bool), 1))
+
+    def attention(q_, k_):
+        scores = (q_ @ k_.transpose(-1, -2)) * (1 / math.sqrt(2))
+        weights = scores.masked_fill(mask, float("-inf")).softmax(-1)
+        return weights @ k_ + q_.var(-1, keepdim=True)
+
+    check_grad(attention, q, k)
