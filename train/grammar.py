@@ -99,7 +99,7 @@ def realize(clause: Clause) -> tuple[list[str], list[str]]:
 
 
 def french_noun_phrase(phrase: NounPhrase, negated_object: bool = False) -> list[str]:
-    """French tokens of a noun phrase, before elision ("le", "oiseau" stays two words).
+    """French tokens of a noun phrase before `elide`, which turns "le oiseau" into "l'oiseau".
 
     The indefinite article becomes "de" for the object of a negated verb ("pas de pomme")
     and before an adjective in the plural ("de grands chiens").
@@ -159,7 +159,7 @@ def indefinite_article(next_english_word: str) -> str:
 
 def french_words() -> set[str]:
     """Every French token the grammar can produce, fixed phrases included."""
-    persons = {pronoun.person for pronoun in PRONOUNS.values()} | {2, 5}
+    persons = {pronoun.person for pronoun in PRONOUNS.values()} | {2, 5}  # 2, 5: noun subjects
     words = {*PRONOUNS, *PREPOSITIONS, "ne", "pas", "et", "de"}
     words |= {word for phrase in FIXED_PHRASES for word in phrase}
     words |= {word for det in DETERMINERS.values() for word in det.french}

@@ -67,6 +67,7 @@ def _regular(masculine: str) -> tuple[str, str, str, str]:
     return (masculine, feminine, masculine + "s", feminine + "s")
 
 
+# no "tu": "vous" already gives "you", and tu would add six French words
 PRONOUNS = {
     "je": Pronoun("i", 0, None, False),
     "il": Pronoun("he", 2, "m", False),
@@ -126,6 +127,7 @@ PROFESSIONS = {
 }
 
 VERBS = {
+    # English "are"/"is"; the grammar says "am" after "i"
     "être": Verb(("suis", "es", "est", "sommes", "êtes", "sont"), ("are", "is"), "none"),
     "avoir": Verb(("ai", "as", "a", "avons", "avez", "ont"), ("have", "has")),
     "manger": Verb(
