@@ -52,7 +52,9 @@ def test_linear_init_range_is_torchs():
     for param in (layer.weight, layer.bias):
         values = param.numpy()
         assert values.min() >= -bound and values.max() <= bound
-        assert values.max() > 0.9 * bound and values.min() < -0.9 * bound
+    # 2048 uniform draws fill the range; the 32 of the bias need not come this close
+    weight = layer.weight.numpy()
+    assert weight.max() > 0.9 * bound and weight.min() < -0.9 * bound
 
 
 def test_embedding_with_padding_matches_torch():

@@ -1,12 +1,16 @@
 """Devices and their array modules: "cpu" runs on NumPy, "gpu" (alias "cuda", "cuda:0")
-on CuPy. Everything device-specific in minigrad goes through this package."""
+on CuPy. Everything device-specific in minigrad goes through this package; `cuda` is the
+`mg.cuda` namespace."""
+from minigrad.backend import cuda
 from minigrad.backend.device import (
     Device,
     array_module,
     as_device,
+    cuda_unavailable_reason,
     cupy_or_none,
     device_of,
     is_cuda_available,
+    require_cuda,
     to_device,
 )
 
@@ -14,8 +18,11 @@ __all__ = [
     "Device",
     "array_module",
     "as_device",
+    "cuda",
+    "cuda_unavailable_reason",
     "cupy_or_none",
     "device_of",
     "is_cuda_available",
+    "require_cuda",
     "to_device",
 ]

@@ -38,7 +38,10 @@ GPU = Device("gpu")
 
 
 def as_device(device) -> Device:
-    """Accept a Device, 'cpu', 'gpu', 'cuda' or 'cuda:0'; reject anything else clearly."""
+    """Accept a Device, 'cpu', 'gpu', 'cuda' or 'cuda:0'; reject anything else clearly.
+
+    Asking for the GPU where CUDA is unusable raises a RuntimeError whose one-line
+    message says why (CuPy missing, no driver, no device)."""
     if isinstance(device, Device):
         return device
     if device is None:
@@ -48,31 +51,52 @@ def as_device(device) -> Device:
         raise ValueError(
             f"unknown device {device!r}: expected 'cpu' or 'gpu' (aliases 'cuda', 'cuda:0')"
         )
-    if name == "gpu" and not is_cuda_available():
-        raise RuntimeError(
-            "device 'gpu' requested but CUDA is not available here "
-            "(CuPy is not installed or no NVIDIA GPU/driver was found)"
-        )
-    return CPU if name == "cpu" else GPU
+    if name == "cpu":
+        return CPU
+    require_cuda()
+    return GPU
 
 
 @functools.lru_cache(maxsize=1)
-def cupy_or_none():
-    """The cupy module when it imports and sees a GPU, else None (checked once)."""
+def _probe_cuda() -> tuple:
+    """(the cupy module, "") when CuPy imports and sees a GPU, else (None, why not).
+    Checked once per process; importing minigrad never runs it."""
     try:
         import cupy
-    except Exception:
-        return None
+    except ImportError:
+        return None, "CuPy is not installed (pip install 'minigrad[gpu]')"
+    except Exception as exc:  # a broken CUDA install fails in many ways at import
+        return None, f"CuPy failed to import: {type(exc).__name__}: {exc}"
     try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-    except Exception:
-        return None
-    return cupy
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no driver, or a driver too old for this CuPy build
+        return None, f"CuPy found no usable NVIDIA driver: {type(exc).__name__}: {exc}"
+    if count < 1:
+        return None, "CuPy found no NVIDIA GPU"
+    return cupy, ""
+
+
+def cupy_or_none():
+    """The cupy module when it imports and sees a GPU, else None (checked once)."""
+    return _probe_cuda()[0]
 
 
 def is_cuda_available() -> bool:
-    return cupy_or_none() is not None
+    """True when tensors can be put on the GPU (CuPy imports and sees a device)."""
+    return _probe_cuda()[0] is not None
+
+
+def cuda_unavailable_reason() -> str:
+    """Why the GPU cannot be used, in one line ("" when it can)."""
+    return _probe_cuda()[1]
+
+
+def require_cuda():
+    """The cupy module, or a RuntimeError naming why the GPU is unusable."""
+    cupy, reason = _probe_cuda()
+    if cupy is None:
+        raise RuntimeError(f"device 'gpu' requested but CUDA is not available here: {reason}")
+    return cupy
 
 
 def array_module(array):
@@ -89,8 +113,9 @@ def device_of(array) -> Device:
 def to_device(array, device: Device):
     """Copy an array to `device` (a no-op when it is already there)."""
     if device.type == "cpu":
-        return array if isinstance(array, np.ndarray) else array.get()
-    cupy = cupy_or_none()
-    if cupy is None:
-        raise RuntimeError("device 'gpu' requested but CUDA is not available here")
-    return cupy.asarray(array)
+        if isinstance(array, np.ndarray):
+            return array
+        if isinstance(array, np.generic):
+            return np.asarray(array)
+        return array.get()  # a CuPy array: copy device -> host
+    return require_cuda().asarray(array)

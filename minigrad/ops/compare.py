@@ -11,7 +11,12 @@ def _compare(name: str):
         xp = a.xp
         try:
             return Tensor._wrap(getattr(xp, name)(a.data, b.data), None)
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
+            if a.device != b.device:
+                raise RuntimeError(
+                    f"{name}: expected both tensors on the same device, got {a.device} "
+                    f"(shape {tuple(a.shape)}) and {b.device} (shape {tuple(b.shape)})"
+                ) from exc
             raise RuntimeError(
                 f"{name}: cannot broadcast shapes {tuple(a.shape)} and {tuple(b.shape)}: {exc}"
             ) from exc

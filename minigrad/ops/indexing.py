@@ -3,7 +3,7 @@ and the in-place writes `x[index] = v`, `add_`, `mul_`, ... (outside the graph).
 from __future__ import annotations
 
 from minigrad.autograd import STATE, Function
-from minigrad.backend import array_module
+from minigrad.backend import array_module, to_device
 from minigrad.tensor import Tensor
 
 
@@ -31,12 +31,8 @@ class IndexAdd(Function):
         out = xp.zeros(shape, dtype=grad.dtype)
         if _is_basic(index):
             out[index] = grad  # basic indexing never repeats an element
-        elif xp.__name__ == "numpy":
-            xp.add.at(out, index, grad)
         else:
-            import cupyx
-
-            cupyx.scatter_add(out, index, grad)
+            xp.add.at(out, index, grad)  # CuPy has ufunc.at since v12
         return out
 
     def backward(self, grad):
@@ -124,7 +120,7 @@ def _index_part(part, x: Tensor):
                 f"tensors used as indices must be int64 or bool, got {part.dtype} of shape "
                 f"{tuple(part.shape)}"
             )
-        return part.data
+        return to_device(part.data, x.device)  # an index may live on the other device
     if isinstance(part, list):
         return x.xp.asarray(part)
     return part

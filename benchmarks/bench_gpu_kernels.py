@@ -1,0 +1,79 @@
+"""GPU kernels against their twins: the numba.cuda softmax kernels vs the CuPy reference
+code, and the tiled Numba matmul vs cuBLAS (cupy.matmul). Times are medians per call,
+synchronised, so launch overhead counts as it does in training.
+
+    PYTHONPATH=. python -m benchmarks.bench_gpu_kernels
+
+The "auto" kernel mode sends CuPy arrays to a Numba kernel only where this table shows
+it faster (minigrad/kernels/cuda/__init__.py); today that is nowhere by default.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.timing import median_times, print_table
+
+# (rows, row length): attention scores of the toy model, logits, a long row
+ROW_SHAPES = [(64 * 4 * 16, 16), (64 * 16, 1000), (4096, 4096)]
+# (m, k, n): a projection of the toy model's batch, a square product
+MATMUL_SHAPES = [(64 * 16, 128, 512), (1024, 1024, 1024)]
+
+
+def _synced(cupy, fn, *args):
+    def call():
+        fn(*args)
+        cupy.cuda.Device().synchronize()
+
+    return call
+
+
+def _row_rows(cupy, gpu_kernels, reference) -> list:
+    rows = []
+    rng = cupy.random.default_rng(0)
+    for shape in ROW_SHAPES:
+        x = rng.standard_normal(shape, dtype=np.float32)
+        g = rng.standard_normal(shape, dtype=np.float32)
+        y = reference.softmax(x)
+        for name, args in (("softmax", (x,)), ("log_softmax", (x,)),
+                           ("softmax_backward", (y, g))):
+            times = median_times({
+                "twin": _synced(cupy, getattr(reference, name), *args),
+                "kernel": _synced(cupy, getattr(gpu_kernels, name), *args),
+            }, repeats=30, warmup=3)
+            rows.append(_row(f"{name} {shape}", times["twin"], times["kernel"]))
+    return rows
+
+
+def _matmul_rows(cupy, gpu_kernels) -> list:
+    rows = []
+    rng = cupy.random.default_rng(1)
+    for m, k, n in MATMUL_SHAPES:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        times = median_times({
+            "cublas": _synced(cupy, cupy.matmul, a, b),
+            "kernel": _synced(cupy, gpu_kernels.matmul, a, b),
+        }, repeats=20, warmup=3)
+        rows.append(_row(f"matmul {(m, k, n)}", times["cublas"], times["kernel"]))
+    return rows
+
+
+def _row(case: str, baseline: float, kernel: float) -> list:
+    return [case, f"{baseline * 1e6:.1f}", f"{kernel * 1e6:.1f}", f"{baseline / kernel:.2f}x"]
+
+
+def main() -> None:
+    import minigrad as mg
+    from minigrad.kernels import cuda as gpu_kernels
+    from minigrad.kernels import reference
+
+    if not mg.cuda.is_available():
+        raise SystemExit(f"bench_gpu_kernels: no GPU: {mg.cuda.unavailable_reason()}")
+    cupy = mg.backend.cupy_or_none()
+    print(f"GPU kernels vs twins on {mg.cuda.get_device_name()} (float32, us per call)")
+    rows = _row_rows(cupy, gpu_kernels, reference) + _matmul_rows(cupy, gpu_kernels)
+    print_table(["case", "twin/cuBLAS us", "Numba kernel us", "kernel speed-up"], rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""`mg.cuda`: whether a GPU is usable, and waiting for it (PyTorch's `torch.cuda` names).
+
+Nothing here imports CuPy until a function is called, so `import minigrad` stays light.
+"""
+from __future__ import annotations
+
+from minigrad.backend.device import (
+    cuda_unavailable_reason,
+    cupy_or_none,
+    is_cuda_available,
+    require_cuda,
+)
+
+__all__ = ["device_count", "get_device_name", "is_available", "synchronize", "unavailable_reason"]
+
+is_available = is_cuda_available
+unavailable_reason = cuda_unavailable_reason
+
+
+def device_count() -> int:
+    """How many CUDA GPUs CuPy sees (0 without CuPy or a driver); minigrad uses the first."""
+    cupy = cupy_or_none()
+    return 0 if cupy is None else cupy.cuda.runtime.getDeviceCount()
+
+
+def synchronize() -> None:
+    """Wait until all queued GPU work on every stream has finished (GPU calls return
+    before the work runs: time GPU code only after this)."""
+    require_cuda().cuda.Device().synchronize()
+
+
+def get_device_name() -> str:
+    """The name of the GPU minigrad uses, e.g. 'NVIDIA H200'."""
+    cupy = require_cuda()
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
