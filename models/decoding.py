@@ -101,15 +101,16 @@ class _NextToken:
             src_pad_mask = src == model.pad_id
         self.memory = model.encode(src, src_pad_mask)
         self.src_pad_mask = src_pad_mask
+        self.device = src.device
         if repeat > 1:
-            rows = mg.tensor(np.repeat(np.arange(src.shape[0]), repeat))
+            rows = mg.tensor(np.repeat(np.arange(src.shape[0]), repeat), device=src.device)
             self.memory, self.src_pad_mask = self.memory[rows], src_pad_mask[rows]
         self.cache = model.new_cache() if use_cache else None
 
     def log_probs(self, prefixes: np.ndarray) -> np.ndarray:
         tokens = prefixes[:, -1:] if self.cache is not None else prefixes
-        logits = self.model.decode(mg.tensor(tokens), self.memory, self.src_pad_mask,
-                                   cache=self.cache)
+        tokens = mg.tensor(tokens, device=self.device)
+        logits = self.model.decode(tokens, self.memory, self.src_pad_mask, cache=self.cache)
         return logits[:, -1].log_softmax(-1).numpy().astype(np.float64)
 
     def reorder(self, index: np.ndarray) -> None:

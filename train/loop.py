@@ -1,0 +1,133 @@
+"""Training: length-bucketed batches whose order depends only on (seed, epoch), and the
+loop that runs optimizer steps, logs losses and checks the validation loss.
+
+Because the batch order of every epoch is a pure function of the seed and the epoch,
+a resumed run only needs the step count (plus the model, optimizer, scheduler and
+dropout RNG state) to see exactly the batches an uninterrupted run would.
+"""
+
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm import tqdm
+
+import minigrad as mg
+import minigrad.nn.functional as F
+from train.data import pad_sequences
+from train.vocab import BOS_ID, EOS_ID, PAD_ID
+
+IdPair = tuple[Sequence[int], Sequence[int]]
+Batch = tuple[np.ndarray, np.ndarray]
+# batches are cut from windows of this many batches sorted by source length
+_BUCKET_WINDOW = 16
+
+
+def make_batch(pairs: Sequence[IdPair]) -> Batch:
+    """(src, tgt) int64 arrays padded with <pad>; the target is wrapped as <s> ... </s>."""
+    sources = [list(src) for src, _ in pairs]
+    targets = [[BOS_ID, *tgt, EOS_ID] for _, tgt in pairs]
+    return pad_sequences(sources), pad_sequences(targets)
+
+
+def epoch_batches(pairs: Sequence[IdPair], batch_size: int, seed: int, epoch: int) -> list[Batch]:
+    """The batches of one epoch, in training order, each of similar-length sentences.
+
+    The pairs are shuffled, cut into windows of _BUCKET_WINDOW batches, sorted by length
+    inside each window (so little of a batch is padding) and the batches shuffled again.
+    """
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(pairs))
+    window = batch_size * _BUCKET_WINDOW
+    groups = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start : start + window],
+                       key=lambda index: (len(pairs[index][0]), len(pairs[index][1])))
+        groups += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    return [make_batch([pairs[index] for index in groups[g]])
+            for g in rng.permutation(len(groups))]
+
+
+def batch_stream(pairs: Sequence[IdPair], batch_size: int, seed: int,
+                 start_step: int) -> Iterator[Batch]:
+    """Batches for steps start_step + 1, start_step + 2, ... across epochs, forever."""
+    per_epoch = -(-len(pairs) // batch_size)
+    epoch, skip = divmod(start_step, per_epoch)
+    while True:
+        yield from epoch_batches(pairs, batch_size, seed, epoch)[skip:]
+        epoch, skip = epoch + 1, 0
+
+
+def batch_loss(model, src: np.ndarray, tgt: np.ndarray, device: str,
+               label_smoothing: float) -> mg.Tensor:
+    """Mean label-smoothed cross entropy of predicting tgt[:, 1:] from tgt[:, :-1]."""
+    logits = model(mg.tensor(src, device=device), mg.tensor(tgt[:, :-1], device=device))
+    target = mg.tensor(tgt[:, 1:].reshape(-1), device=device)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target, ignore_index=PAD_ID,
+                           label_smoothing=label_smoothing)
+
+
+def validation_loss(model, pairs: Sequence[IdPair], device: str, batch_size: int = 250) -> float:
+    """Plain cross entropy per target token on `pairs`, in eval mode (no dropout)."""
+    model.eval()
+    total, tokens = 0.0, 0
+    with mg.no_grad():
+        for start in range(0, len(pairs), batch_size):
+            src, tgt = make_batch(pairs[start : start + batch_size])
+            count = int((tgt[:, 1:] != PAD_ID).sum())
+            total += batch_loss(model, src, tgt, device, 0.0).item() * count
+            tokens += count
+    model.train()
+    return total / tokens
+
+
+@dataclass
+class TrainState:
+    """What a training run carries between steps and into a checkpoint."""
+
+    model: object
+    optimizer: object
+    scheduler: object
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    val_losses: dict[int, float] = field(default_factory=dict)  # by step
+
+
+def train(state: TrainState, train_pairs: Sequence[IdPair], val_pairs: Sequence[IdPair], *,
+          steps: int, batch_size: int, seed: int, label_smoothing: float, device: str,
+          eval_every: int, log: Callable[[dict], None]) -> None:
+    """Run optimizer steps until state.step == steps, logging every step's loss and lr
+    and, every eval_every steps and at the end, the validation loss."""
+    state.model.train()
+    batches = batch_stream(train_pairs, batch_size, seed, state.step)
+    bar = tqdm(total=steps, initial=state.step, desc="train", unit="step", dynamic_ncols=True)
+    tokens, started = 0, time.perf_counter()
+    while state.step < steps:
+        src, tgt = next(batches)
+        lr = state.scheduler.get_last_lr()[0]
+        loss = batch_loss(state.model, src, tgt, device, label_smoothing)
+        state.optimizer.zero_grad()
+        loss.backward()
+        state.optimizer.step()
+        state.scheduler.step()
+        state.step += 1
+        state.losses.append(loss.item())
+        tokens += int((src != PAD_ID).sum() + (tgt != PAD_ID).sum())
+        record = {"step": state.step, "loss": state.losses[-1], "lr": lr}
+        if state.step % eval_every == 0 or state.step == steps:
+            record["val_loss"] = validation_loss(state.model, val_pairs, device)
+            state.val_losses[state.step] = record["val_loss"]
+            bar.write(f"step {state.step}: validation loss {record['val_loss']:.4f}")
+        log(record)
+        bar.set_postfix(loss=f"{state.losses[-1]:.3f}", lr=f"{lr:.2e}",
+                        tok_s=f"{tokens / (time.perf_counter() - started):.0f}")
+        bar.update()
+    bar.close()
+
+
+def append_jsonl(path, record: dict) -> None:
+    """Append one JSON object as a line to `path` (floats round-trip exactly)."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
