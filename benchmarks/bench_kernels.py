@@ -53,11 +53,23 @@ def _in_mode(name, function, *args):
     return call
 
 
-def _auto_path(function, *args):
-    """Which implementation "auto" mode takes for these arguments."""
-    dispatcher_module = sys.modules[function.__module__]
-    with kernels.mode("auto"):
-        return "numba" if dispatcher_module._use_kernel(*args) else "numpy"
+def _auto_path(function, args):
+    """Which implementation "auto" mode takes for these arguments: "numpy" when the
+    dispatcher calls its reference twin (of the same name), else "numba"."""
+    twin = getattr(reference, function.__name__)
+    calls = []
+
+    def recording_twin(*twin_args):
+        calls.append(twin_args)
+        return twin(*twin_args)
+
+    setattr(reference, function.__name__, recording_twin)
+    try:
+        with kernels.mode("auto"):
+            function(*args)
+    finally:
+        setattr(reference, function.__name__, twin)
+    return "numpy" if calls else "numba"
 
 
 def _softmax_cases(rng):
@@ -91,6 +103,43 @@ def _torch_softmax(name, args):
     }[name]
 
 
+def _layer_norm_cases(rng):
+    cases = []
+    for shape in [(1024, 128), (1024, 512)]:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(shape).astype(dtype) * 3 + 1
+            g = rng.standard_normal(shape).astype(dtype)
+            weight = rng.standard_normal(shape[-1:]).astype(dtype)
+            bias = rng.standard_normal(shape[-1:]).astype(dtype)
+            _, mean, rstd = reference.layer_norm(x, weight, bias, 1, 1e-5)
+            cases += [
+                ("layer_norm fwd", shape, dtype, kernels.layer_norm, (x, weight, bias, 1, 1e-5),
+                 2 * x.nbytes),
+                ("layer_norm bwd", shape, dtype, kernels.layer_norm_backward,
+                 (g, x, mean, rstd, weight, 1), 3 * x.nbytes),
+            ]
+    return cases
+
+
+def _cross_entropy_cases(rng):
+    """The loss of a training step: 1000 classes, ignore_index rows, label smoothing 0.1."""
+    cases = []
+    shape = (1024, 1000)
+    for dtype in (np.float32, np.float64):
+        x = rng.standard_normal(shape).astype(dtype) * 3
+        target = rng.integers(0, shape[1], shape[0])
+        valid = rng.random(shape[0]) > 0.1
+        rows = (valid, np.where(valid, target, 0), valid.astype(dtype), None, 0.1)
+        _, logp = reference.cross_entropy(x, *rows)
+        scale = np.asarray(1 / valid.sum(), dtype)
+        cases += [
+            ("cross_entropy fwd", shape, dtype, kernels.cross_entropy, (x, *rows), 2 * x.nbytes),
+            ("cross_entropy bwd", shape, dtype, kernels.cross_entropy_backward,
+             (logp, *rows, scale), 2 * x.nbytes),
+        ]
+    return cases
+
+
 def _matmul_cases(rng):
     cases = []
     shapes = [
@@ -101,6 +150,10 @@ def _matmul_cases(rng):
         ("batched q@k^T", (256, 20, 64), (256, 20, 64), True),
         ("batched", (256, 20, 64), (256, 64, 20), False),
         ("batched p@v", (256, 20, 20), (256, 20, 64), False),
+        # the shapes of bench_train's "issue" step (d_model 128, 4 heads, 64 x 16 tokens)
+        ("matmul 3-D x@w.T (Linear)", (64, 16, 128), (128, 128), True),
+        ("batched q@k^T", (256, 16, 32), (256, 16, 32), True),
+        ("batched p@v", (256, 16, 16), (256, 16, 32), False),
     ]
     for name, a_shape, b_shape, transposed in shapes:
         for dtype in (np.float32, np.float64):
@@ -111,6 +164,19 @@ def _matmul_cases(rng):
             flops = 2 * a.size * b.shape[-1]
             cases.append((name, (a.shape, b.shape), dtype, kernels.matmul, (a, b), flops))
     return cases
+
+
+def _torch_call(name, function, args):
+    """The PyTorch CPU counterpart of a row, or None (no torch, or no single aten op:
+    layer norm and cross-entropy rows are compared with the twin only)."""
+    if torch is None:
+        return None
+    if function is kernels.matmul:
+        tensors = [torch.from_numpy(a) for a in args]
+        return lambda: torch.matmul(*tensors)
+    if "softmax" in name:
+        return _torch_softmax(name, args)
+    return None
 
 
 def _peak_gflops(repeats):
@@ -127,27 +193,25 @@ def run_table(repeats, only=""):
     header += " | torch/numba | auto picks | numba throughput |"
     print(header)
     print("|" + "---|" * 10)
-    for name, shape, dtype, function, args, work in _softmax_cases(rng) + _matmul_cases(rng):
+    cases = _softmax_cases(rng) + _layer_norm_cases(rng) + _cross_entropy_cases(rng)
+    for name, shape, dtype, function, args, work in cases + _matmul_cases(rng):
         if only not in name:
             continue
         functions = [_in_mode("numpy", function, *args), _in_mode("numba", function, *args)]
-        if torch is not None:
-            if function is kernels.matmul:
-                tensors = [torch.from_numpy(a) for a in args]
-                functions.append(lambda t=tensors: torch.matmul(*t))
-            else:
-                functions.append(_torch_softmax(name, args))
+        torch_call = _torch_call(name, function, args)
+        if torch_call is not None:
+            functions.append(torch_call)
         times = _median_times(functions, repeats)
         ref, numba = times[0], times[1]
-        torch_ms = f"{times[2] * 1e3:.3f}" if torch is not None else "-"
-        torch_ratio = f"{times[2] / numba:.2f}" if torch is not None else "-"
+        torch_ms = f"{times[2] * 1e3:.3f}" if torch_call is not None else "-"
+        torch_ratio = f"{times[2] / numba:.2f}" if torch_call is not None else "-"
         if function is kernels.matmul:
             rate = work / numba / 1e9
             throughput = f"{rate:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"
         else:
             throughput = f"{work / numba / 1e9:.1f} GB/s"
         row = [name, str(shape), np.dtype(dtype).name, f"{ref * 1e3:.3f}", f"{numba * 1e3:.3f}"]
-        row += [torch_ms, f"{ref / numba:.2f}", torch_ratio, _auto_path(function, *args)]
+        row += [torch_ms, f"{ref / numba:.2f}", torch_ratio, _auto_path(function, args)]
         print("| " + " | ".join(row + [throughput]) + " |", flush=True)
 
 
@@ -161,6 +225,11 @@ x = np.ones((4, 8), np.float32)
 with k.mode("numba"):
     k.softmax(x); k.softmax_backward(x, x); k.log_softmax(x); k.log_softmax_backward(x, x)
     k.matmul(x, x.T); k.matmul(x[None], x.T[None]); k.matmul(x[None], x[None].transpose(0, 2, 1))
+    y, mean, rstd = k.layer_norm(x, x[0], x[0], 1, 1e-5)
+    k.layer_norm_backward(x, x, mean, rstd, x[0], 1)
+    rows = (np.ones(4, bool), np.zeros(4, np.int64), np.ones(4, np.float32), None, 0.1)
+    losses, logp = k.cross_entropy(x, *rows)
+    k.cross_entropy_backward(logp, *rows, np.float32(1))
 done = time.perf_counter()
 print(f"{imported - start:.3f} {done - imported:.3f}")
 """

@@ -227,8 +227,10 @@ def main() -> None:
         child_peak_memory(Config(**json.loads(args.config_json)), args.device,
                           args.memory_child)
         return
-    configs = {**CONFIGS, "toy_translate": toy_translate_config()}
     names = args.config or ["issue", "toy_translate", "paper-base"]
+    configs = dict(CONFIGS)
+    if "toy_translate" in names:
+        configs["toy_translate"] = toy_translate_config()
     frameworks = ["minigrad"] + (["torch"] if torch_available(args.device) else [])
     rows = []
     for name in names:

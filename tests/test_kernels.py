@@ -159,6 +159,149 @@ def test_parallel_paths_match_serial():
     np.testing.assert_allclose(out2d, a[0] @ bt[0].T, rtol=1e-12)
 
 
+
+@st.composite
+def layer_norm_inputs(draw, dtype):
+    """x of 1-3 dims (rows of length 1 included, sometimes a non-contiguous view), the
+    number of normalised trailing dims, and weight/bias of that shape or None."""
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9))
+    values = st.floats(-10, 10, width=32)
+    x = draw(hnp.arrays(dtype, shape, elements=values))
+    if x.ndim > 1 and draw(st.booleans()):
+        x = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
+    num_dims = draw(st.integers(1, x.ndim))
+    normalized = x.shape[x.ndim - num_dims :]
+    affine = draw(st.sampled_from(["none", "weight", "both"]))
+    weight = bias = None
+    if affine != "none":
+        weight = draw(hnp.arrays(dtype, normalized, elements=st.floats(-2, 2, width=32)))
+    if affine == "both":
+        bias = draw(hnp.arrays(dtype, normalized, elements=values))
+    return x, weight, bias, num_dims
+
+
+def _assert_close_scaled(actual, expected, dtype, scale):
+    """Like _assert_close, with the absolute tolerance multiplied by `scale`: layer norm
+    multiplies the rounding error of the centred input by rstd (up to 1 / sqrt(eps))."""
+    tolerance = TOLERANCE[dtype]
+    np.testing.assert_allclose(actual, expected, rtol=tolerance, atol=tolerance * scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data(), eps=st.sampled_from([1e-5, 0.1]))
+def test_layer_norm_matches_reference(dtype, data, eps):
+    x, weight, bias, num_dims = data.draw(layer_norm_inputs(dtype))
+    expected = reference.layer_norm(x, weight, bias, num_dims, eps)
+    actual = kernels.layer_norm(x, weight, bias, num_dims, eps)
+    amplification = float(expected[2].max())
+    for a, e in zip(actual, expected):
+        assert a.dtype == dtype and a.shape == e.shape
+        _assert_close_scaled(a, e, dtype, amplification)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_layer_norm_backward_matches_reference(dtype, data):
+    x, weight, _, num_dims = data.draw(layer_norm_inputs(dtype))
+    _, mean, rstd = reference.layer_norm(x, weight, None, num_dims, 1e-5)
+    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-2, 2, width=32)))
+    expected = reference.layer_norm_backward(g, x, mean, rstd, weight, num_dims)
+    actual = kernels.layer_norm_backward(g, x, mean, rstd, weight, num_dims)
+    # dx carries rstd twice (once through xhat); the sums add one error per row
+    amplification = float(rstd.max()) ** 2 * x.size
+    for a, e in zip(actual, expected):
+        if e is None:
+            assert a is None
+            continue
+        assert a.dtype == dtype and a.shape == e.shape
+        _assert_close_scaled(a, e, dtype, amplification)
+
+
+@st.composite
+def cross_entropy_inputs(draw, dtype):
+    """Logits (M, C) with 1-row and 1-class cases, some -inf entries and sometimes a
+    non-contiguous view; targets with ignored rows (sometimes all); class weights or None;
+    label smoothing 0, 0.1 or any in [1e-3, 1]."""
+    rows, classes = draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    x = draw(hnp.arrays(dtype, (rows, classes), elements=st.floats(-50, 50, width=32)))
+    x[draw(hnp.arrays(np.bool_, x.shape)) & draw(hnp.arrays(np.bool_, x.shape))] = -np.inf
+    if draw(st.booleans()):
+        x = np.ascontiguousarray(x.T).T
+    target = draw(hnp.arrays(np.int64, rows, elements=st.integers(0, classes - 1)))
+    valid = draw(hnp.arrays(np.bool_, rows)) | draw(st.booleans())
+    if draw(st.booleans()):
+        valid[:] = False
+    class_weight = None
+    if draw(st.booleans()):
+        class_weight = draw(hnp.arrays(dtype, classes, elements=st.floats(0, 3, width=32)))
+    target_weight = valid.astype(dtype)
+    if class_weight is not None:
+        target_weight *= class_weight[target]
+    # not below 1e-3: eps / C must not underflow in float32 (the kernel then skips the
+    # smoothing term that the twin still multiplies, giving 0 * inf = NaN on -inf logits)
+    smoothing = draw(st.one_of(st.just(0.0), st.just(0.1), st.floats(1e-3, 1)))
+    return x, valid, target, target_weight, class_weight, smoothing
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_cross_entropy_matches_reference(dtype, data):
+    arguments = data.draw(cross_entropy_inputs(dtype))
+    expected_losses, expected_logp = reference.cross_entropy(*arguments)
+    losses, logp = kernels.cross_entropy(*arguments)
+    assert losses.dtype == logp.dtype == dtype
+    # losses sum up to C products of logp (|logp| up to 1e2), one rounding each
+    _assert_close_scaled(losses, expected_losses, dtype, 1e2 * logp.shape[1])
+    _assert_close(logp, expected_logp, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data(), per_row=st.booleans())
+def test_cross_entropy_backward_matches_reference(dtype, data, per_row):
+    x, *rows = data.draw(cross_entropy_inputs(dtype))
+    logp = reference.log_softmax(x)
+    scale_shape = (x.shape[0], 1) if per_row else ()
+    scale = data.draw(hnp.arrays(dtype, scale_shape, elements=st.floats(-2, 2, width=32)))
+    dx = kernels.cross_entropy_backward(logp, *rows, scale)
+    assert dx.dtype == dtype
+    _assert_close(dx, reference.cross_entropy_backward(logp, *rows, scale), dtype)
+
+
+def test_cross_entropy_all_ignored_gives_zero_loss_and_gradient():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    valid = np.zeros(3, bool)
+    rows = (valid, np.zeros(3, np.int64), valid.astype(np.float32), None, 0.1)
+    losses, logp = kernels.cross_entropy(x, *rows)
+    np.testing.assert_array_equal(losses, 0)
+    np.testing.assert_array_equal(kernels.cross_entropy_backward(logp, *rows, np.float32(1)), 0)
+
+
+def test_row_kernels_parallel_paths_match_serial():
+    from minigrad.kernels.cpu import cross_entropy as cpu_cross_entropy
+    from minigrad.kernels.cpu import layer_norm as cpu_layer_norm
+
+    rng = np.random.default_rng(2)
+    x, g = rng.standard_normal((2, 37, 13))
+    ones, zeros, eps = np.ones(13), np.zeros(13), 1e-5
+    target = rng.integers(0, 13, 37)
+    outputs = {}
+    for parallel in (False, True):
+        y, mean, rstd = np.empty_like(x), np.empty(37), np.empty(37)
+        cpu_layer_norm.layer_norm(x, ones, zeros, eps, y, mean, rstd, parallel)
+        chunks = 8 if parallel else 1
+        dx, dweight, dbias = np.empty_like(x), np.empty((chunks, 13)), np.empty((chunks, 13))
+        cpu_layer_norm.layer_norm_backward(g, x, mean, rstd, ones, dx, dweight, dbias)
+        losses, logp = np.empty(37), np.empty_like(x)
+        cpu_cross_entropy.cross_entropy(x, target > 2, target, np.ones(37), ones, 0.9, 0.1 / 13,
+                                        losses, logp, parallel)
+        outputs[parallel] = (y, mean, rstd, dx, dweight.sum(0), dbias.sum(0), losses, logp)
+    for serial, parallel in zip(outputs[False], outputs[True]):
+        np.testing.assert_allclose(serial, parallel, rtol=1e-13, atol=1e-13)
+
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-7), (np.float64, 1e-15)])
 def test_fast_exp_error_against_numpy(dtype, rtol):
     from minigrad.kernels.cpu import softmax as cpu_softmax

@@ -7,6 +7,10 @@ with backend arrays (numpy or cupy); all work over the LAST axis.
     log_softmax(x) -> z               z = x - max - log(sum(exp(x - max))); all -inf row -> -inf
     log_softmax_backward(z, g) -> dx  dx = g - exp(z) * sum(g, -1)
     matmul(a, b) -> a @ b             NumPy's rules: 2-D, batched with broadcasting, 1-D
+    layer_norm(x, w, b, k, eps) -> (y, mean, rstd)       over the last k dims
+    layer_norm_backward(g, x, mean, rstd, w, k) -> (dx, dw, db)
+    cross_entropy(x, valid, target, tw, w, eps) -> (losses, logp)      rows of (M, C)
+    cross_entropy_backward(logp, valid, target, tw, w, eps, scale) -> dx
 
 Dispatch: NumPy float32/float64 inputs take the Numba kernel where
 benchmarks/bench_kernels.py measured it faster (thresholds next to each dispatcher),
@@ -21,6 +25,8 @@ and compiles nothing: minigrad.kernels.cpu is imported on the first kernel call,
 @njit(cache=True) kernels compile once per machine (or load from __pycache__).
 """
 
+from minigrad.kernels.cross_entropy import cross_entropy, cross_entropy_backward
+from minigrad.kernels.layer_norm import layer_norm, layer_norm_backward
 from minigrad.kernels.matmul import matmul
 from minigrad.kernels.mode import get_mode, mode, set_mode
 from minigrad.kernels.softmax import (
@@ -36,6 +42,10 @@ __all__ = [
     "log_softmax",
     "log_softmax_backward",
     "matmul",
+    "layer_norm",
+    "layer_norm_backward",
+    "cross_entropy",
+    "cross_entropy_backward",
     "get_mode",
     "set_mode",
     "mode",

@@ -12,6 +12,11 @@ from minigrad.kernels.mode import get_mode
 
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _ALIGNMENT = 64  # bytes: one cache line, the widest vector load
+# the element count from which the row kernels (softmax, layer norm, cross-entropy) run
+# rows in parallel (prange). Never, by default: on this 2-core machine the serial softmax
+# beat the parallel one at (64, 128, 1000), 11 ms against 15 ms (load 4-7, see
+# benchmarks/README_kernels.md); lower it where a measurement shows prange faster
+PARALLEL_ELEMENTS = float("inf")
 
 
 def numba_eligible(*arrays) -> bool:

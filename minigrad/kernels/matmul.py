@@ -12,14 +12,14 @@ import numpy as np
 from minigrad.kernels import reference
 from minigrad.kernels.dispatch import aligned_empty, as_kernel_array, forced, numba_eligible
 
-# measured by benchmarks/bench_kernels.py: OpenBLAS wins 2-D products of every size here,
-# so 2-D goes to the kernel only when forced; batched products of small matrices (where
-# NumPy loops over BLAS calls) go to the kernel when each matrix is at most this many
-# multiply-adds and the batch holds at least _MIN_BATCH of them
-_MAX_BATCHED_MACS = 64 * 64 * 64
-_MIN_BATCH = 8
-# prange collapsed on every measured shape while another process held a core
-_PARALLEL_MACS = 1 << 26
+# measured by benchmarks/bench_kernels.py (see benchmarks/README_kernels.md): NumPy won
+# every batched shape (0.3-0.9x, one float64 row excepted) and the 2-D products of 64 and
+# 512; the kernel won only tall-skinny x @ w.T products, and only against a multi-threaded
+# OpenBLAS that other processes had slowed down (against one BLAS thread it won at
+# (1024, 128) x (128, 128) and lost at (2560, 64) x (64, 256)). So no product takes
+# the kernel unless forced ("numba" mode).
+# prange collapsed on every measured shape (76 ms against 3 ms for 1024 x 128 x 512)
+_PARALLEL_MACS = float("inf")
 
 
 def _use_kernel(a, b) -> bool:
@@ -30,14 +30,7 @@ def _use_kernel(a, b) -> bool:
         return False  # the twin raises NumPy's error for these
     if a.size == 0 or b.size == 0:
         return False
-    if forced():
-        return True
-    if a.ndim < 3 and b.ndim < 3:
-        return False
-    m, k = a.shape[-2:] if a.ndim > 1 else (1, a.shape[0])
-    n = b.shape[-1] if b.ndim > 1 else 1
-    batch = max(a.size // (m * k), b.size // (k * n))
-    return batch >= _MIN_BATCH and m * k * n <= _MAX_BATCHED_MACS
+    return forced()
 
 
 def _transposed_rows(b: np.ndarray) -> np.ndarray:

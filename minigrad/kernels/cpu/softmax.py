@@ -19,7 +19,7 @@ _FASTMATH = {"reassoc", "contract"}
 
 
 @njit(fastmath=_FASTMATH, cache=True)
-def _row_max(x):
+def row_max(x):
     # a fully masked row has max -inf; shift by 0 instead so exp gives zeros, not NaN
     peak = x[0]
     for value in x[1:]:
@@ -30,7 +30,7 @@ def _row_max(x):
 @njit(fastmath=_FASTMATH, cache=True)
 def _softmax_row(x, y):
     """y = exp(x - max) / sum(exp(x - max)); an all -inf row gives 0."""
-    shift = _row_max(x)
+    shift = row_max(x)
     total = x.dtype.type(0)
     for j in range(x.size):
         e = fast_exp(x[j] - shift)
@@ -44,7 +44,7 @@ def _softmax_row(x, y):
 @njit(fastmath=_FASTMATH, cache=True)
 def _log_softmax_row(x, z):
     """z = x - max - log(sum(exp(x - max))); an all -inf row gives -inf (exp(z) = 0)."""
-    shift = _row_max(x)
+    shift = row_max(x)
     total = x.dtype.type(0)
     for j in range(x.size):
         total += fast_exp(x[j] - shift)

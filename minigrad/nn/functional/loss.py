@@ -8,6 +8,7 @@ import numpy as np
 from minigrad import kernels
 from minigrad.autograd import Function, is_grad_enabled
 from minigrad.backend import array_module
+from minigrad.kernels.reference import smoothed_targets
 from minigrad.ops import softmax
 from minigrad.tensor import Tensor
 
@@ -28,21 +29,15 @@ class CrossEntropy(Function):
         self.label_smoothing, self.reduction = label_smoothing, reduction
         self.valid, self.safe_target, self.target_weight = _target_weights(
             target, weight, ignore_index, x.dtype)
-        logp = kernels.log_softmax(x)
-        losses = _cross_entropy_rows(logp, self.valid, self.safe_target, self.target_weight,
-                                     weight, label_smoothing)
-        self.save_for_backward(x, array_module(x).exp(logp))
+        losses, logp = kernels.cross_entropy(x, self.valid, self.safe_target,
+                                             self.target_weight, weight, label_smoothing)
+        self.save_for_backward(x, logp)
         return _reduce_rows(losses, self.target_weight, reduction)
 
     def backward(self, grad):
-        x, probs = self.saved
-        if is_grad_enabled():
-            # the gradient itself is being differentiated: probs must depend on x
-            probs = softmax(x, -1)
-        coefficients = _smoothed_targets(x.data, self.valid, self.safe_target,
-                                         self.target_weight, self.weight, self.label_smoothing)
-        row_total = Tensor._wrap(coefficients.sum(axis=-1, keepdims=True), None)
-        coefficients = Tensor._wrap(coefficients, None)
+        x, logp = self.saved
+        rows = (self.valid, self.safe_target, self.target_weight, self.weight,
+                self.label_smoothing)
         if self.reduction == "none":
             scale = grad.reshape(-1, 1)
         elif self.reduction == "sum":
@@ -50,6 +45,15 @@ class CrossEntropy(Function):
         else:
             total_weight = float(self.target_weight.sum())
             scale = grad * (1.0 / total_weight) if total_weight != 0 else grad * 0.0
+        if not is_grad_enabled():
+            # first order only: one fused kernel (the same formula, on arrays)
+            dx = kernels.cross_entropy_backward(logp.data, *rows, scale.data)
+            return Tensor._wrap(dx, None)
+        # the gradient itself is being differentiated: probs must depend on x
+        probs = softmax(x, -1)
+        coefficients = smoothed_targets(x.data, *rows)
+        row_total = Tensor._wrap(coefficients.sum(axis=-1, keepdims=True), None)
+        coefficients = Tensor._wrap(coefficients, None)
         return (probs * row_total - coefficients) * scale
 
 
@@ -62,31 +66,6 @@ def _target_weights(target, weight, ignore_index: int, dtype):
     if weight is not None:
         target_weight *= weight[safe_target]
     return valid, safe_target, target_weight
-
-
-def _cross_entropy_rows(logp, valid, safe_target, target_weight, weight, label_smoothing):
-    """Per-row losses from log probabilities (plain xp; a fused kernel can replace this
-    function). `valid` marks rows not ignored, `target_weight` is w[y_i] (0 if ignored)."""
-    xp = array_module(logp)
-    picked = logp[xp.arange(logp.shape[0]), safe_target]
-    losses = xp.where(valid, -picked, 0) * target_weight
-    if label_smoothing:
-        per_class = logp * weight if weight is not None else logp
-        smooth = xp.where(valid, -per_class.sum(axis=-1), 0)
-        losses = (1 - label_smoothing) * losses + (label_smoothing / logp.shape[1]) * smooth
-    return losses.astype(logp.dtype, copy=False)
-
-
-def _smoothed_targets(x, valid, safe_target, target_weight, weight, label_smoothing):
-    """The dense coefficients q (M, C) of CrossEntropy's docstring."""
-    xp = array_module(x)
-    rows, classes = x.shape
-    q = xp.zeros(x.shape, dtype=x.dtype)
-    if label_smoothing:
-        class_weight = weight if weight is not None else xp.ones(classes, dtype=x.dtype)
-        q += (label_smoothing / classes) * class_weight * valid[:, None]
-    q[xp.arange(rows), safe_target] += (1 - label_smoothing) * target_weight
-    return q
 
 
 def _reduce_rows(losses, target_weight, reduction: str):

@@ -1,9 +1,10 @@
-"""Layer normalisation as one fused Function (forward: mean and 1/std in one pass over
-the normalised dims; backward: the closed form below, in tensor ops)."""
+"""Layer normalisation as one fused Function (forward: one kernel for mean, 1/std and the
+output; first-order backward: one kernel; second-order: the closed form below, in tensor
+ops)."""
 from __future__ import annotations
 
+from minigrad import kernels
 from minigrad.autograd import Function, is_grad_enabled
-from minigrad.backend import array_module
 from minigrad.tensor import Tensor
 
 
@@ -14,26 +15,27 @@ class LayerNorm(Function):
     dweight = g * xhat, dbias = g (the engine sums these over the batch dims)."""
 
     def forward(self, x, weight=None, bias=None, num_dims=1, eps=1e-5):
-        self.dims = tuple(range(-num_dims, 0))
+        self.num_dims, self.dims = num_dims, tuple(range(-num_dims, 0))
         self.eps = eps
-        mean, rstd = _moments(x, self.dims, eps)
+        out, mean, rstd = kernels.layer_norm(x, weight, bias, num_dims, eps)
         self.save_for_backward(x, mean, rstd, *(() if weight is None else (weight,)))
-        out = (x - mean) * rstd
-        if weight is not None:
-            out *= weight
-        if bias is not None:
-            out += bias
         return out
 
     def backward(self, grad):
         x, mean, rstd, *weight = self.saved
-        if is_grad_enabled():
-            # the gradient itself is being differentiated: mean and rstd depend on x
-            mean = x.mean(self.dims, keepdim=True)
-            centered = x - mean
-            rstd = ((centered * centered).mean(self.dims, keepdim=True) + self.eps).rsqrt()
-        xhat = (x - mean) * rstd
         needs = self.needs_input_grad
+        if not is_grad_enabled():
+            # first order only: one fused kernel (the same formulas, on arrays)
+            grads = kernels.layer_norm_backward(grad.data, x.data, mean.data, rstd.data,
+                                                weight[0].data if weight else None,
+                                                self.num_dims)
+            return tuple(Tensor._wrap(g, None) if need else None
+                         for g, need in zip(grads, needs))
+        # the gradient itself is being differentiated: mean and rstd depend on x
+        mean = x.mean(self.dims, keepdim=True)
+        centered = x - mean
+        rstd = ((centered * centered).mean(self.dims, keepdim=True) + self.eps).rsqrt()
+        xhat = (x - mean) * rstd
         d = grad * weight[0] if weight else grad
         dx = None
         if needs[0]:
@@ -42,16 +44,6 @@ class LayerNorm(Function):
         dweight = grad * xhat if weight and needs[1] else None
         dbias = grad if len(needs) > 2 and needs[2] else None
         return (dx, dweight, dbias)[: len(needs)]
-
-
-def _moments(x, dims: tuple, eps: float):
-    """mean and 1 / sqrt(var + eps) over dims, kept for broadcasting (plain xp; a fused
-    kernel can replace this function)."""
-    xp = array_module(x)
-    mean = x.mean(axis=dims, keepdims=True)
-    centered = x - mean
-    var = (centered * centered).mean(axis=dims, keepdims=True)
-    return mean, 1.0 / xp.sqrt(var + eps)
 
 
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
