@@ -9,7 +9,8 @@ sinusoidal positions, post-norm encoder-decoder, final Linear), start from the s
 weights' shapes, see the same batch and use Adam(0.9, 0.98, 1e-9) with label-smoothed
 cross-entropy. Steps alternate between the frameworks after a warm-up, and the table
 reports medians. Peak memory is measured in a separate child process per framework:
-the growth of the resident set from just before the first step to the peak.
+the growth of the resident set from before the model is built to the peak of three
+steps (after a tiny warm-up run that loads compiled kernels and thread pools).
 """
 from __future__ import annotations
 
@@ -131,8 +132,10 @@ def torch_step_fn(config: Config, device: str):
             return table(ids) * math.sqrt(config.d_model) + self.pe[: ids.shape[1]]
 
         def forward(self, src, tgt):
-            causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1],
-                                                                    device=tgt.device)
+            # bool like the padding masks (True = blocked): mixed mask types make torch
+            # warn and take a slower path
+            length = tgt.shape[1]
+            causal = torch.ones(length, length, dtype=torch.bool, device=tgt.device).triu(1)
             hidden = self.transformer(
                 self.embed(self.src_embed, src), self.embed(self.tgt_embed, tgt),
                 tgt_mask=causal, src_key_padding_mask=src == 0,
@@ -193,13 +196,38 @@ def _resident_bytes() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize()
 
 
+def _peak_resident_bytes() -> int:
+    """VmHWM, the peak resident set of this process image. (ru_maxrss would not do: Linux
+    carries it over from the parent across fork and exec.)"""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def child_peak_memory(config: Config, device: str, framework: str) -> None:
-    """(In a child process) print the resident-set growth over a few training steps."""
-    step = FRAMEWORKS[framework](config, device)
+    """(In a child process) print the resident-set growth of training: model, optimizer
+    state and activations. A tiny warm-up run first loads what every process loads once
+    (Numba and its cached kernels, PyTorch's thread pools), so it is not counted."""
+    import gc
+
+    tiny = Config(**{**asdict(config), "batch": 2, "length": 4})
+    warm_step = FRAMEWORKS[framework](tiny, device)
+    if framework == "minigrad":
+        from minigrad import kernels
+
+        with kernels.mode("numba"):  # tiny inputs would otherwise skip the kernels
+            warm_step()
+    else:
+        warm_step()
+    del warm_step
+    gc.collect()
     before = _resident_bytes()
+    step = FRAMEWORKS[framework](config, device)
     for _ in range(3):
         step()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = _peak_resident_bytes()
     print(json.dumps({"peak_growth": max(peak - before, 0), "peak": peak}))
 
 

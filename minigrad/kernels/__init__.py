@@ -14,10 +14,11 @@ with backend arrays (numpy or cupy); all work over the LAST axis.
 
 Dispatch: NumPy float32/float64 inputs take the Numba kernel where
 benchmarks/bench_kernels.py measured it faster (thresholds next to each dispatcher),
-everything else takes the twin; CuPy arrays always take the twin until GPU kernels are
-added at the `# GPU kernels go here` points. Non-contiguous inputs are copied to aligned
-contiguous arrays before a kernel sees them. Outputs may be fresh arrays even where the
-twin would return a view.
+everything else takes the twin; CuPy arrays take the Numba CUDA kernels of softmax and
+matmul (minigrad/kernels/cuda) in "numba" mode, and the twins (cuBLAS for matmul)
+otherwise, since no GPU benchmark has shown a CUDA kernel faster yet. Non-contiguous
+inputs are copied to aligned contiguous arrays before a kernel sees them. Outputs may be
+fresh arrays even where the twin would return a view.
 
 Switch: MINIGRAD_KERNELS=auto|numpy|numba in the environment, or `set_mode`, `get_mode`
 and the context manager `mode` (see mode.py). Importing this package imports no Numba

@@ -24,7 +24,7 @@ _MIN_ELEMENTS = 16384
 def _use_kernel(x, target_weight, class_weight) -> bool:
     floats = (x, target_weight) if class_weight is None else (x, target_weight, class_weight)
     if x.ndim != 2 or x.size == 0 or not numba_eligible(*floats):
-        # GPU kernels go here (CuPy arrays); today they take the twin
+        # CuPy arrays take the twin: no CUDA kernel of this one
         return False
     return forced() or x.size >= _MIN_ELEMENTS
 

@@ -2,8 +2,9 @@
 
 A dispatcher in this package asks `numba_eligible(*arrays)` first (mode allows it, every
 array is a NumPy float32/float64 array of one dtype), then compares the input's size with
-its own measured threshold. CuPy arrays never reach Numba: a CUDA kernel would be chosen
-at the `# GPU kernels go here` point of each dispatcher; today they take the twin.
+its own measured threshold. CuPy arrays never reach these CPU kernels: softmax and matmul
+have CUDA kernels (minigrad/kernels/cuda, used in MINIGRAD_KERNELS=numba mode), the other
+kernels give CuPy arrays to their twins.
 """
 
 import numpy as np

@@ -23,7 +23,7 @@ _PARALLEL_CHUNKS = 8
 
 def _use_kernel(x, *others) -> bool:
     if x.size == 0 or not numba_eligible(x, *(a for a in others if a is not None)):
-        # GPU kernels go here (CuPy arrays); today they take the twin
+        # CuPy arrays take the twin: no CUDA kernel of this one
         return False
     return forced() or x.size >= _MIN_ELEMENTS
 

@@ -1,10 +1,12 @@
 """Dispatchers for softmax and log-softmax (forward and backward) over the last axis.
 
-Each picks the Numba row kernel (minigrad/kernels/cpu/softmax.py) or the reference twin;
-see `numba_eligible` for the rules every dispatcher shares. Thresholds are element counts
+Each picks the Numba row kernel (minigrad/kernels/cpu/softmax.py), the Numba CUDA kernel
+for CuPy arrays (minigrad/kernels/cuda, when `gpu.eligible`) or the reference twin; see
+`numba_eligible` for the rules every CPU dispatcher shares. Thresholds are element counts
 measured by benchmarks/bench_kernels.py (see benchmarks/README_kernels.md).
 """
 
+from minigrad.kernels import cuda as gpu
 from minigrad.kernels import reference
 from minigrad.kernels.dispatch import (
     PARALLEL_ELEMENTS,
@@ -22,52 +24,44 @@ _MIN_ELEMENTS_FORWARD = 16384
 _MIN_ELEMENTS_BACKWARD = 65536
 
 
-def _use_kernel(min_elements: int, *arrays) -> bool:
+def _dispatch(name: str, min_elements: int, *arrays):
+    """Run the kernel `name` on the arrays' rows: GPU kernel, CPU kernel or the twin."""
+    first = arrays[0]
+    same_shapes = all(a.shape == first.shape for a in arrays[1:])
+    if first.ndim and same_shapes and gpu.eligible(*arrays):
+        return getattr(gpu, name)(*arrays)
+    if not same_shapes or not _use_cpu_kernel(min_elements, *arrays):
+        return getattr(reference, name)(*arrays)
+    from minigrad.kernels.cpu import softmax as cpu
+
+    rows = [rows_of(a) for a in arrays]
+    out = aligned_empty(rows[0].shape, rows[0].dtype)
+    getattr(cpu, name)(*rows, out, rows[0].size >= PARALLEL_ELEMENTS)
+    return out.reshape(first.shape)
+
+
+def _use_cpu_kernel(min_elements: int, *arrays) -> bool:
     x = arrays[0]
     if x.ndim == 0 or x.size == 0 or not numba_eligible(*arrays):
-        # GPU kernels go here (CuPy arrays); today they take the twin
         return False
     return forced() or x.size >= min_elements
 
 
-def _run_rows(kernel, *arrays):
-    rows = [rows_of(a) for a in arrays]
-    out = aligned_empty(rows[0].shape, rows[0].dtype)
-    kernel(*rows, out, rows[0].size >= PARALLEL_ELEMENTS)
-    return out.reshape(arrays[0].shape)
-
-
 def softmax(x):
     """y = exp(x - max) / sum(exp(x - max)) over the last axis; an all -inf row gives 0."""
-    if not _use_kernel(_MIN_ELEMENTS_FORWARD, x):
-        return reference.softmax(x)
-    from minigrad.kernels.cpu import softmax as cpu
-
-    return _run_rows(cpu.softmax, x)
+    return _dispatch("softmax", _MIN_ELEMENTS_FORWARD, x)
 
 
 def softmax_backward(y, g):
     """dx = y * (g - sum(g * y, -1)), given the softmax output y and upstream gradient g."""
-    if not _use_kernel(_MIN_ELEMENTS_BACKWARD, y, g) or y.shape != g.shape:
-        return reference.softmax_backward(y, g)
-    from minigrad.kernels.cpu import softmax as cpu
-
-    return _run_rows(cpu.softmax_backward, y, g)
+    return _dispatch("softmax_backward", _MIN_ELEMENTS_BACKWARD, y, g)
 
 
 def log_softmax(x):
     """z = x - max - log(sum(exp(x - max))) over the last axis; an all -inf row gives -inf."""
-    if not _use_kernel(_MIN_ELEMENTS_FORWARD, x):
-        return reference.log_softmax(x)
-    from minigrad.kernels.cpu import softmax as cpu
-
-    return _run_rows(cpu.log_softmax, x)
+    return _dispatch("log_softmax", _MIN_ELEMENTS_FORWARD, x)
 
 
 def log_softmax_backward(z, g):
     """dx = g - exp(z) * sum(g, -1), given the log-softmax output z and upstream gradient g."""
-    if not _use_kernel(_MIN_ELEMENTS_BACKWARD, z, g) or z.shape != g.shape:
-        return reference.log_softmax_backward(z, g)
-    from minigrad.kernels.cpu import softmax as cpu
-
-    return _run_rows(cpu.log_softmax_backward, z, g)
+    return _dispatch("log_softmax_backward", _MIN_ELEMENTS_BACKWARD, z, g)
