@@ -109,7 +109,10 @@ class Function:
             return STATE.profiler.timed_apply(cls, inputs, params)
         node = cls.__new__(cls)
         try:
-            out = node.forward(*[t.data for t in inputs], **params)
+            if len(inputs) == 2:  # the common case, without building an argument list
+                out = node.forward(inputs[0].data, inputs[1].data, **params)
+            else:
+                out = node.forward(*[t.data for t in inputs], **params)
         except Exception as exc:
             # NumPy and CuPy reject each other's arrays in many ways; name the devices
             if isinstance(exc, (ValueError, TypeError, IndexError)) or _mixes_devices(inputs):
@@ -127,8 +130,12 @@ class Function:
     def _link(self, inputs, out) -> Tensor:
         """Make this node the creator of `out`: remember inputs and their versions."""
         self.inputs = inputs
-        self.needs_input_grad = [t._requires_grad for t in inputs]
-        self._versions = [t._version[0] for t in inputs]
+        needs, versions = [], []
+        for t in inputs:
+            needs.append(t._requires_grad)
+            versions.append(t._version[0])
+        self.needs_input_grad = needs
+        self._versions = versions
         self._out_data = out
         if STATE.anomaly:
             self._trace = "".join(traceback.format_stack()[:-3])
@@ -150,14 +157,16 @@ class Function:
                 "read saved tensors after they were freed). Saved arrays are freed after "
                 "backward; pass retain_graph=True to the first backward() to keep them."
             )
-        return tuple(self._as_tensor(array) for array in self._saved or ())
+        return tuple([self._as_tensor(array) for array in self._saved or ()])
 
     def _as_tensor(self, array) -> Tensor:
-        for index, t in enumerate(self.inputs):
+        index = 0
+        for t in self.inputs:
             if t.data is array:
                 if t._version[0] != self._versions[index]:
                     raise _modified_error(self.name, index, self._versions[index], t)
                 return t
+            index += 1
         if array is self._out_data:
             if self._out_version[0] != self._out_version_at_save:
                 raise RuntimeError(

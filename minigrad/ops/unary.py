@@ -112,7 +112,7 @@ class Relu(Function):
 
     def backward(self, grad):
         (out,) = self.saved
-        return grad * Tensor._wrap(out.data > 0, None)
+        return grad * _mask_like(out.data > 0, grad)
 
 
 class Erf(Function):
@@ -152,12 +152,12 @@ class Clamp(Function):
 
     def backward(self, grad):
         (x,) = self.saved
-        inside = x.data == x.data  # all True, same shape
+        inside = x.xp.ones(x.shape, dtype=bool)
         if self.low is not None:
             inside &= x.data >= self.low
         if self.high is not None:
             inside &= x.data <= self.high
-        return grad * Tensor._wrap(inside, None)
+        return grad * _mask_like(inside, grad)
 
 
 def exp(x: Tensor) -> Tensor:
@@ -211,6 +211,11 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     return Clamp.apply(x, low=min, high=max)
+
+
+def _mask_like(mask, grad: Tensor) -> Tensor:
+    """A bool mask as a constant tensor of grad's dtype (no cast op in the graph)."""
+    return Tensor._wrap(mask.astype(grad.data.dtype), None)
 
 
 def _floating(x: Tensor) -> Tensor:
