@@ -9,6 +9,7 @@ import numpy as np
 
 from minigrad.kernels import reference
 from minigrad.kernels.dispatch import (
+    FUSED_ROWS_MIN_ELEMENTS,
     PARALLEL_ELEMENTS,
     aligned_empty,
     as_kernel_array,
@@ -16,17 +17,13 @@ from minigrad.kernels.dispatch import (
     numba_eligible,
 )
 
-# measured (float32, load 3-7): about even at 4096 elements (0.9-1.3x, the backward
-# slower), 1.2-1.6x at 16384 (rows of 128 and of 1000), 2.7x and up at 131072
-_MIN_ELEMENTS = 16384
-
 
 def _use_kernel(x, target_weight, class_weight) -> bool:
     floats = (x, target_weight) if class_weight is None else (x, target_weight, class_weight)
     if x.ndim != 2 or x.size == 0 or not numba_eligible(*floats):
         # CuPy arrays take the twin: no CUDA kernel of this one
         return False
-    return forced() or x.size >= _MIN_ELEMENTS
+    return forced() or x.size >= FUSED_ROWS_MIN_ELEMENTS
 
 
 def _row_arguments(x, valid, target, target_weight, class_weight, label_smoothing):

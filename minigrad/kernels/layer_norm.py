@@ -8,6 +8,7 @@ import numpy as np
 
 from minigrad.kernels import reference
 from minigrad.kernels.dispatch import (
+    FUSED_ROWS_MIN_ELEMENTS,
     PARALLEL_ELEMENTS,
     aligned_empty,
     as_kernel_array,
@@ -15,9 +16,6 @@ from minigrad.kernels.dispatch import (
     numba_eligible,
 )
 
-# measured (float32, load 3-7): about even at 4096 elements (0.9-1.3x, the backward
-# slower), 1.2-1.6x at 16384 (rows of 128 and of 1000), 2.7x and up at 131072
-_MIN_ELEMENTS = 16384
 _PARALLEL_CHUNKS = 8
 
 
@@ -25,7 +23,7 @@ def _use_kernel(x, *others) -> bool:
     if x.size == 0 or not numba_eligible(x, *(a for a in others if a is not None)):
         # CuPy arrays take the twin: no CUDA kernel of this one
         return False
-    return forced() or x.size >= _MIN_ELEMENTS
+    return forced() or x.size >= FUSED_ROWS_MIN_ELEMENTS
 
 
 def _row_length(x, num_dims: int) -> int:

@@ -10,6 +10,7 @@ from minigrad import dtypes
 from minigrad.autograd import no_grad
 from minigrad.backend import as_device, to_device
 from minigrad.nn.parameter import Parameter
+from minigrad.nn.utils import zero_grads
 from minigrad.tensor import Tensor
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -196,13 +197,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        for param in self.parameters():
-            if param.grad is None:
-                continue
-            if set_to_none:
-                param.grad = None
-            else:
-                param.grad = Tensor._wrap(param.xp.zeros_like(param.grad.data), None)
+        zero_grads(self.parameters(), set_to_none)
 
     # ------------------------------------------------------------------ state
     def _local_state(self) -> Iterator:

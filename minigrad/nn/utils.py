@@ -1,4 +1,4 @@
-"""Gradient utilities: clip_grad_norm_."""
+"""Gradient utilities: clip_grad_norm_ and zero_grads (shared by Module and Optimizer)."""
 from __future__ import annotations
 
 import math
@@ -31,3 +31,14 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     for g in grads:
         g *= g.dtype.type(clip_coefficient)
     return Tensor._wrap(xp.asarray(total), None)
+
+
+def zero_grads(parameters: Iterable[Tensor], set_to_none: bool = True) -> None:
+    """Forget the gradients (`.grad = None`, the default) or set them to zeros."""
+    for param in parameters:
+        if param.grad is None:
+            continue
+        if set_to_none:
+            param.grad = None
+        else:
+            param.grad = Tensor._wrap(param.xp.zeros_like(param.grad.data), None)

@@ -6,6 +6,7 @@ import copy
 
 from minigrad.autograd import no_grad
 from minigrad.backend import to_device
+from minigrad.nn.utils import zero_grads
 from minigrad.tensor import Tensor
 
 
@@ -58,13 +59,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                if set_to_none:
-                    param.grad = None
-                else:
-                    param.grad = Tensor._wrap(param.xp.zeros_like(param.grad.data), None)
+            zero_grads(group["params"], set_to_none)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
