@@ -225,6 +225,7 @@ x = np.ones((4, 8), np.float32)
 with k.mode("numba"):
     k.softmax(x); k.softmax_backward(x, x); k.log_softmax(x); k.log_softmax_backward(x, x)
     k.matmul(x, x.T); k.matmul(x[None], x.T[None]); k.matmul(x[None], x[None].transpose(0, 2, 1))
+    k.matmul(x[None], np.ones((1, 8, 4), np.float32))
     y, mean, rstd = k.layer_norm(x, x[0], x[0], 1, 1e-5)
     k.layer_norm_backward(x, x, mean, rstd, x[0], 1)
     rows = (np.ones(4, bool), np.zeros(4, np.int64), np.ones(4, np.float32), None, 0.1)

@@ -96,19 +96,51 @@ def test_fully_masked_row_conventions():
     assert np.all(z[0] == -np.inf) and z[1, 2] == 0
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(300, 7), (5, 31), (5, 32), (70, 33), (3, 1000)])
+def test_softmax_kernels_across_row_lengths_and_chunks(dtype, shape):
+    """Short rows (< 32) run in chunks of about 2048 values, long rows one at a time: both
+    paths, several chunks, -inf entries and fully masked rows, serial and parallel."""
+    from minigrad.kernels.cpu import softmax as cpu_softmax
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 30).astype(dtype)
+    x[rng.random(shape) < 0.2] = -np.inf
+    x[::7] = -np.inf
+    g = rng.standard_normal(shape).astype(dtype)
+    y, z = reference.softmax(x), reference.log_softmax(x)
+    cases = [
+        ("softmax", (x,), y),
+        ("log_softmax", (x,), z),
+        ("softmax_backward", (y, g), reference.softmax_backward(y, g)),
+        ("log_softmax_backward", (z, g), reference.log_softmax_backward(z, g)),
+    ]
+    for name, args, expected in cases:
+        for parallel in (False, True):
+            out = np.empty_like(x)
+            getattr(cpu_softmax, name)(*args, out, parallel)
+            _assert_close(out, expected, dtype)
+
+
 def _matmul_operands(draw, dtype):
-    """Operand shapes covering 2-D, batched with broadcasting and 1-D cases, with tile
-    edges (sizes not multiples of the 4x3 register tile)."""
-    m, k, n = (draw(st.integers(1, 13)) for _ in range(3))
+    """Operand shapes covering 2-D, batched with broadcasting (either side) and 1-D cases,
+    with tile edges: m, k, n of 1, sizes not multiples of the 4x3, 2x4 and 4-row register
+    tiles, n across the vector widths (4 or 8 lanes, tiles of 2 vectors), and sometimes a
+    non-contiguous `a`."""
+    m, k = draw(st.integers(1, 13)), draw(st.integers(1, 13))
+    n = draw(st.one_of(st.integers(1, 13), st.integers(14, 40)))
     batch = draw(st.sampled_from([(), (3,), (2, 3)]))
-    a_shape = draw(st.sampled_from([(k,), (m, k), batch + (m, k), (1,) * len(batch) + (m, k)]))
-    b_shape = draw(st.sampled_from([(k,), (k, n), batch + (k, n)]))
+    ones = (1,) * len(batch)
+    a_shape = draw(st.sampled_from([(k,), (m, k), batch + (m, k), ones + (m, k)]))
+    b_shape = draw(st.sampled_from([(k,), (k, n), batch + (k, n), ones + (k, n)]))
     values = st.floats(-3, 3, width=32)
     a = draw(hnp.arrays(dtype, a_shape, elements=values))
     b = draw(hnp.arrays(dtype, b_shape, elements=values))
     if b.ndim > 1 and draw(st.booleans()):
         # the transpose of a contiguous array: the kernel's free fast path
         b = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)
+    if a.ndim > 1 and draw(st.booleans()):
+        a = np.ascontiguousarray(np.swapaxes(a, -1, -2)).swapaxes(-1, -2)
     return a, b
 
 
@@ -126,7 +158,14 @@ def test_matmul_matches_reference(dtype, data):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "a_shape, b_shape",
-    [((70, 130), (130, 50)), ((40, 20, 64), (40, 64, 20)), ((40, 20, 20), (40, 20, 64))],
+    [
+        ((70, 130), (130, 50)),
+        ((40, 20, 64), (40, 64, 20)),
+        ((40, 20, 20), (40, 20, 64)),
+        ((8, 4, 16, 32), (8, 4, 32, 16)),
+        ((8, 4, 16, 16), (8, 4, 16, 32)),
+        ((5, 17, 64), (5, 64, 33)),
+    ],
 )
 def test_matmul_larger_shapes(dtype, a_shape, b_shape):
     rng = np.random.default_rng(0)
@@ -149,11 +188,13 @@ def test_parallel_paths_match_serial():
     cpu_softmax.softmax(x, parallel, True)
     np.testing.assert_array_equal(serial, parallel)
     a, bt = rng.standard_normal((9, 21, 11)), rng.standard_normal((9, 7, 11))
-    for kernel in (cpu_matmul.batched_gemm_nt,):
+    b = np.ascontiguousarray(bt.swapaxes(-1, -2))
+    for kernel, right in ((cpu_matmul.batched_gemm_nt, bt), (cpu_matmul.batched_gemm_nn, b)):
         out_serial, out_parallel = np.empty((9, 21, 7)), np.empty((9, 21, 7))
-        kernel(a, bt, out_serial, False)
-        kernel(a, bt, out_parallel, True)
+        kernel(a, right, out_serial, False)
+        kernel(a, right, out_parallel, True)
         np.testing.assert_array_equal(out_serial, out_parallel)
+        np.testing.assert_allclose(out_serial, a @ b, rtol=1e-12)
     out2d = np.empty((21, 7))
     cpu_matmul.gemm_nt(a[0], bt[0], out2d, True)
     np.testing.assert_allclose(out2d, a[0] @ bt[0].T, rtol=1e-12)

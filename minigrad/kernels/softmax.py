@@ -6,22 +6,20 @@ for CuPy arrays (minigrad/kernels/cuda, when `gpu.eligible`) or the reference tw
 measured by benchmarks/bench_kernels.py (see benchmarks/README_kernels.md).
 """
 
+import numpy as np
+
 from minigrad.kernels import cuda as gpu
 from minigrad.kernels import reference
-from minigrad.kernels.dispatch import (
-    PARALLEL_ELEMENTS,
-    aligned_empty,
-    forced,
-    numba_eligible,
-    rows_of,
-)
+from minigrad.kernels.dispatch import PARALLEL_ELEMENTS, forced, numba_eligible, rows_of
 
-# measured at load 1-2 (see benchmarks/README_kernels.md): the forward kernels tie the twin
-# at 1024 elements, win 1.1x at 4096 and 1.4-1.7x from 16384; the backward kernels lose
-# up to 2x below 16384 (the twin is only two array passes), softmax_backward still loses
-# at 32768 (0.9x, float32) and both win 1.2-2.7x from 65536
-_MIN_ELEMENTS_FORWARD = 16384
-_MIN_ELEMENTS_BACKWARD = 65536
+# twin/kernel through these dispatchers, load 0.6-1.1 (41 interleaved repeats, float32;
+# float64 alike), rows of 10, 16, 20 and 128: forward (softmax, log_softmax) 2.0-2.2x at
+# 80 elements, 1.9-2.0x at 256, 2.0-2.3x at 1024, 2.1-3.2x at 16384, so every size; backward
+# 1.1-1.4x at 80 but 1.0-1.1x at 256, 1.1-1.3x at 1024, 1.3-1.7x at 4096, 1.9-2.9x at 16384,
+# so from 1024 where the margin is clear (it was 0.4-0.9x below 65536 before the backward
+# kernels stopped taking a view per row and the output stopped being aligned_empty)
+_MIN_ELEMENTS_FORWARD = 1
+_MIN_ELEMENTS_BACKWARD = 1024
 
 
 def _dispatch(name: str, min_elements: int, *arrays):
@@ -35,7 +33,9 @@ def _dispatch(name: str, min_elements: int, *arrays):
     from minigrad.kernels.cpu import softmax as cpu
 
     rows = [rows_of(a) for a in arrays]
-    out = aligned_empty(rows[0].shape, rows[0].dtype)
+    # a plain np.empty: aligned_empty costs 15 us a call and the kernels gained nothing
+    # from it (34 us with either output at (5120, 20) float32)
+    out = np.empty(rows[0].shape, rows[0].dtype)
     getattr(cpu, name)(*rows, out, rows[0].size >= PARALLEL_ELEMENTS)
     return out.reshape(first.shape)
 

@@ -1,17 +1,29 @@
-"""Numba matrix products, written in dot-product form: out = a @ bt.T.
+"""Numba matrix products: a 2-D and a batched kernel in dot-product form (out = a @ bt.T),
+and a batched kernel in outer-product form (out = a @ b).
 
-Both operands are read along their rows (`a` is (m, k), `bt` is (n, k), both
-C-contiguous), so every output element is a dot product of two contiguous rows. A 4x3
-register tile computes 12 of them at once: per step of k it loads 4 + 3 vectors and does
-12 fused multiply-adds, the 12 accumulators stay in AVX registers (LLVM vectorises the
-k loop as 12 reductions, which needs reassociation). Columns are taken in blocks of
-`_COLUMN_BLOCK` rows of `bt` so the block stays in L2 while all row tiles stream past it.
+Dot-product form (`gemm_nt`, `batched_gemm_nt`): both operands are read along their rows
+(`a` is (m, k), `bt` is (n, k), both C-contiguous), so every output element is a dot
+product of two contiguous rows. A register tile computes several at once (4x3 for the 2-D
+kernel, 2x4 for the small matrices of the batched one, whose rows rarely come in threes):
+LLVM vectorises the k loop as one reduction per accumulator (which needs reassociation)
+and ends each with a horizontal sum, so it pays when k is long (k >= 32). The 2-D kernel
+takes columns in blocks of `_COLUMN_BLOCK` rows of `bt` so a block stays in L2.
 
-Performance rule: `gemm_nt` parallelises over row tiles, `batched_gemm_nt` over the batch,
-only when `parallel` is true (the dispatcher decides by size).
+Outer-product form (`batched_gemm_nn`, b is (k, n) C-contiguous): the BLAS micro-kernel
+shape, written with the explicit SIMD vectors of simd.py because LLVM's loop vectoriser
+cannot keep a tile of accumulators in registers. A tile of 4 rows by 2 vectors (16 float32
+or 8 float64 columns) holds 8 vector accumulators; per step of k it loads 2 vectors of
+b, broadcasts 4 values of a and does 8 FMAs. Right edges use masked loads and stores
+(a row of 20 float32 is one 4-row by 3-vector tile, the last vector masked), so no
+operand is copied or padded.
+
+Performance rule: serial by default; `gemm_nt` parallelises over row tiles, the batched
+kernels over the batch, only when `parallel` is true (the dispatcher decides by size).
 """
 
 from numba import njit, prange
+
+from minigrad.kernels.cpu.simd import fma, lanes, load, load_partial, store, store_partial, zeros
 
 _FASTMATH = {"reassoc", "contract"}
 _TILE_ROWS = 4
@@ -95,30 +107,160 @@ def gemm_nt(a, bt, out, parallel):
             _row_tile(a, bt, out, t * _TILE_ROWS, j_start, j_stop)
 
 
+@njit(fastmath=_FASTMATH, cache=True)
+def _dots_2x4(a0, a1, b0, b1, b2, b3):
+    """The eight dot products of rows a0, a1 with rows b0..b3, in one pass over k."""
+    zero = a0.dtype.type(0)
+    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = zero
+    for p in range(a0.size):
+        x0, x1 = a0[p], a1[p]
+        s00 += x0 * b0[p]
+        s01 += x0 * b1[p]
+        s02 += x0 * b2[p]
+        s03 += x0 * b3[p]
+        s10 += x1 * b0[p]
+        s11 += x1 * b1[p]
+        s12 += x1 * b2[p]
+        s13 += x1 * b3[p]
+    return s00, s01, s02, s03, s10, s11, s12, s13
+
+
+@njit(fastmath=_FASTMATH, cache=True)
+def _small_gemm_nt(a, bt, out):
+    """out = a @ bt.T for one small matrix: 2x4 tiles, no column blocking (bt fits L1)."""
+    m, n = out.shape
+    for i in range(0, m - 1, 2):
+        j = 0
+        while j + 4 <= n:
+            s00, s01, s02, s03, s10, s11, s12, s13 = _dots_2x4(
+                a[i], a[i + 1], bt[j], bt[j + 1], bt[j + 2], bt[j + 3]
+            )
+            out[i, j], out[i, j + 1], out[i, j + 2], out[i, j + 3] = s00, s01, s02, s03
+            out[i + 1, j], out[i + 1, j + 1] = s10, s11
+            out[i + 1, j + 2], out[i + 1, j + 3] = s12, s13
+            j += 4
+        for jj in range(j, n):
+            out[i, jj] = _dot(a[i], bt[jj])
+            out[i + 1, jj] = _dot(a[i + 1], bt[jj])
+    if m % 2:
+        for jj in range(n):
+            out[m - 1, jj] = _dot(a[m - 1], bt[jj])
+
+
 @njit(cache=True, parallel=True)
 def batched_gemm_nt(a, bt, out, parallel):
     """out[s] = a[s] @ bt[s].T for a (batch, m, k), bt (batch, n, k), out (batch, m, n)."""
     if parallel:
         for s in prange(a.shape[0]):
-            _gemm_nt_serial(a[s], bt[s], out[s])
+            _small_gemm_nt(a[s], bt[s], out[s])
     else:
         for s in range(a.shape[0]):
-            _gemm_nt_serial(a[s], bt[s], out[s])
+            _small_gemm_nt(a[s], bt[s], out[s])
 
 
-@njit(fastmath=_FASTMATH, cache=True)
-def _gemm_nn_serial(a, b, out):
-    """out = a @ b in axpy form: out[i] += a[i, p] * b[p] for each p, vectorised along the
-    row, so no transpose of b is needed; pays when rows of b are long and k is short."""
-    m, k = a.shape
-    for i in range(m):
-        row = out[i]
-        row[:] = 0
-        for p in range(k):
-            scale = a[i, p]
-            source = b[p]
-            for j in range(row.size):
-                row[j] += scale * source[j]
+@njit(cache=True)
+def _tile_4x2(a, b, out, i, j):
+    """out[i:i+4, j:j+2w] = a[i:i+4] @ b[:, j:j+2w], w = lanes: eight vector accumulators,
+    per step of k two vector loads of b, four broadcasts of a and eight FMAs."""
+    w = lanes(b)
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = zeros(b)
+    for p in range(a.shape[1]):
+        b0, b1 = load(b, p, j), load(b, p, j + w)
+        x = a[i, p]
+        c00, c01 = fma(x, b0, c00), fma(x, b1, c01)
+        x = a[i + 1, p]
+        c10, c11 = fma(x, b0, c10), fma(x, b1, c11)
+        x = a[i + 2, p]
+        c20, c21 = fma(x, b0, c20), fma(x, b1, c21)
+        x = a[i + 3, p]
+        c30, c31 = fma(x, b0, c30), fma(x, b1, c31)
+    store(out, i, j, c00)
+    store(out, i, j + w, c01)
+    store(out, i + 1, j, c10)
+    store(out, i + 1, j + w, c11)
+    store(out, i + 2, j, c20)
+    store(out, i + 2, j + w, c21)
+    store(out, i + 3, j, c30)
+    store(out, i + 3, j + w, c31)
+
+
+@njit(cache=True)
+def _tile_4x1_partial(a, b, out, i, j, count):
+    """The right edge: out[i:i+4, j:j+count] for count <= lanes, with masked loads."""
+    c0 = c1 = c2 = c3 = zeros(b)
+    for p in range(a.shape[1]):
+        b0 = load_partial(b, p, j, count)
+        c0 = fma(a[i, p], b0, c0)
+        c1 = fma(a[i + 1, p], b0, c1)
+        c2 = fma(a[i + 2, p], b0, c2)
+        c3 = fma(a[i + 3, p], b0, c3)
+    store_partial(out, i, j, count, c0)
+    store_partial(out, i + 1, j, count, c1)
+    store_partial(out, i + 2, j, count, c2)
+    store_partial(out, i + 3, j, count, c3)
+
+
+@njit(cache=True)
+def _tile_4x3_partial(a, b, out, i, j, count):
+    """out[i:i+4, j:j+count] for 2 * lanes < count <= 3 * lanes: twelve accumulators, the
+    third vector masked (a row of 20 float32 in one pass instead of 16 + 4)."""
+    w = lanes(b)
+    rest = count - 2 * w
+    c00 = c01 = c02 = c10 = c11 = c12 = c20 = c21 = c22 = c30 = c31 = c32 = zeros(b)
+    for p in range(a.shape[1]):
+        b0, b1, b2 = load(b, p, j), load(b, p, j + w), load_partial(b, p, j + 2 * w, rest)
+        x = a[i, p]
+        c00, c01, c02 = fma(x, b0, c00), fma(x, b1, c01), fma(x, b2, c02)
+        x = a[i + 1, p]
+        c10, c11, c12 = fma(x, b0, c10), fma(x, b1, c11), fma(x, b2, c12)
+        x = a[i + 2, p]
+        c20, c21, c22 = fma(x, b0, c20), fma(x, b1, c21), fma(x, b2, c22)
+        x = a[i + 3, p]
+        c30, c31, c32 = fma(x, b0, c30), fma(x, b1, c31), fma(x, b2, c32)
+    for r, (v0, v1, v2) in enumerate(
+        ((c00, c01, c02), (c10, c11, c12), (c20, c21, c22), (c30, c31, c32))
+    ):
+        store(out, i + r, j, v0)
+        store(out, i + r, j + w, v1)
+        store_partial(out, i + r, j + 2 * w, rest, v2)
+
+
+@njit(cache=True)
+def _row_partial(a, b, out, i, j, count):
+    """The bottom edge: out[i, j:j+count] for count <= 2 * lanes."""
+    w = lanes(b)
+    low, high = min(count, w), max(count - w, 0)
+    c0 = c1 = zeros(b)
+    for p in range(a.shape[1]):
+        c0 = fma(a[i, p], load_partial(b, p, j, low), c0)
+        c1 = fma(a[i, p], load_partial(b, p, j + w, high), c1)
+    store_partial(out, i, j, low, c0)
+    store_partial(out, i, j + w, high, c1)
+
+
+@njit(cache=True)
+def _small_gemm_nn(a, b, out):
+    """out = a @ b for one small matrix, in register tiles of 4 rows by 2 vectors (by 3,
+    the last one partial, when 2 to 3 vectors of columns are left)."""
+    m, n = out.shape
+    w = lanes(b)
+    j = 0
+    while j < n:
+        width = n - j if 2 * w < n - j <= 3 * w else min(2 * w, n - j)
+        for i in range(0, m - 3, 4):
+            if width == 2 * w:
+                _tile_4x2(a, b, out, i, j)
+            elif width > 2 * w:
+                _tile_4x3_partial(a, b, out, i, j, width)
+            else:
+                _tile_4x1_partial(a, b, out, i, j, min(width, w))
+                if width > w:
+                    _tile_4x1_partial(a, b, out, i, j + w, width - w)
+        for i in range(m - m % 4, m):
+            _row_partial(a, b, out, i, j, min(width, 2 * w))
+            if width > 2 * w:
+                _row_partial(a, b, out, i, j + 2 * w, width - 2 * w)
+        j += width
 
 
 @njit(cache=True, parallel=True)
@@ -126,7 +268,7 @@ def batched_gemm_nn(a, b, out, parallel):
     """out[s] = a[s] @ b[s] for a (batch, m, k), b (batch, k, n), out (batch, m, n)."""
     if parallel:
         for s in prange(a.shape[0]):
-            _gemm_nn_serial(a[s], b[s], out[s])
+            _small_gemm_nn(a[s], b[s], out[s])
     else:
         for s in range(a.shape[0]):
-            _gemm_nn_serial(a[s], b[s], out[s])
+            _small_gemm_nn(a[s], b[s], out[s])

@@ -1,0 +1,197 @@
+"""Explicit SIMD vectors for Numba kernels: a register-sized vector type and the five
+operations a register-blocked matmul needs.
+
+Numba leaves LLVM's SLP vectoriser off and its loop vectoriser only vectorises an innermost
+loop; neither keeps a tile of accumulators in vector registers across a reduction loop, and
+an accumulator row in memory cannot be promoted to registers because Numba cannot tell
+LLVM that two arrays do not alias. A `SimdVector` is an LLVM `<lanes x dtype>` value, so
+accumulators held in local variables stay in registers (one ymm each on AVX2).
+
+Contract: `lanes(x)` is 32 bytes' worth of x's dtype (8 float32 or 4 float64). Every
+access reads or writes `matrix[row, column : column + lanes]` of a C-contiguous 2-D float
+array; the caller keeps it in bounds (the `_partial` forms touch only the first `count`
+lanes, 0 <= count <= lanes, and read zeros elsewhere). No bounds checks.
+
+Numba's cache checks only the timestamp of a kernel's own file: after editing this one,
+delete the cached matmul.*.nbi and *.nbc files in __pycache__ (as for fast_exp.py, see
+__init__.py).
+"""
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, models, register_model
+
+VECTOR_BYTES = 32  # one AVX2 register; LLVM splits it on narrower targets
+
+
+class SimdVector(types.Type):
+    """A vector of `lanes` values of a float dtype, held in one register."""
+
+    def __init__(self, dtype, lanes):
+        self.dtype = dtype
+        self.lanes = lanes
+        super().__init__(name=f"SimdVector({dtype}, {lanes})")
+
+
+@register_model(SimdVector)
+class _SimdVectorModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        element = dmm.lookup(fe_type.dtype).get_value_type()
+        super().__init__(dmm, fe_type, ir.VectorType(element, fe_type.lanes))
+
+
+def _vector_type(matrix):
+    return SimdVector(matrix.dtype, VECTOR_BYTES * 8 // matrix.dtype.bitwidth)
+
+
+def _check_matrix(matrix):
+    if not (isinstance(matrix, types.Array) and matrix.ndim == 2 and matrix.layout == "C"):
+        raise TypeError("simd accesses need a C-contiguous 2-D array")
+    if matrix.dtype not in (types.float32, types.float64):
+        raise TypeError("simd accesses need float32 or float64")
+
+
+def _element_pointer(context, builder, matrix_type, matrix, row, column):
+    array = context.make_array(matrix_type)(context, builder, matrix)
+    return cgutils.get_item_pointer2(
+        context,
+        builder,
+        array.data,
+        cgutils.unpack_tuple(builder, array.shape),
+        cgutils.unpack_tuple(builder, array.strides),
+        matrix_type.layout,
+        [row, column],
+    )
+
+
+def _lane_mask(builder, lanes, count):
+    """<lanes x i1>: lane < count."""
+    index_type = ir.VectorType(ir.IntType(64), lanes)
+    splat = builder.insert_element(ir.Constant(index_type, None), count, ir.IntType(32)(0))
+    splat = builder.shuffle_vector(
+        splat, splat, ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+    )
+    return builder.icmp_signed("<", ir.Constant(index_type, list(range(lanes))), splat)
+
+
+def _vector_suffix(vector):
+    """LLVM's overload suffix of a vector type: v8f32, v4f64."""
+    return f"v{vector.count}{'f32' if vector.element == ir.FloatType() else 'f64'}"
+
+
+def _masked_intrinsic(builder, name, vector, pointer, returns_vector):
+    suffix = _vector_suffix(vector)
+    mask = ir.VectorType(ir.IntType(1), vector.count)
+    if returns_vector:
+        signature = ir.FunctionType(vector, [pointer.type, mask, vector])
+    else:
+        signature = ir.FunctionType(ir.VoidType(), [vector, pointer.type, mask])
+    return cgutils.get_or_insert_function(builder.module, signature, f"{name}.{suffix}.p0")
+
+
+@intrinsic
+def lanes(typingctx, matrix):
+    """The number of values in one vector of matrix's dtype (a compile-time constant)."""
+    _check_matrix(matrix)
+    count = _vector_type(matrix).lanes
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, count)
+
+    return types.intp(matrix), codegen
+
+
+@intrinsic
+def zeros(typingctx, matrix):
+    """A vector of zeros of matrix's dtype."""
+    _check_matrix(matrix)
+    vector = _vector_type(matrix)
+
+    def codegen(context, builder, signature, args):
+        return ir.Constant(context.get_value_type(vector), None)
+
+    return vector(matrix), codegen
+
+
+@intrinsic
+def load(typingctx, matrix, row, column):
+    """matrix[row, column : column + lanes] as a vector."""
+    _check_matrix(matrix)
+    vector = _vector_type(matrix)
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], *args)
+        vector_pointer = builder.bitcast(pointer, context.get_value_type(vector).as_pointer())
+        return builder.load(vector_pointer, align=matrix.dtype.bitwidth // 8)
+
+    return vector(matrix, types.intp, types.intp), codegen
+
+
+@intrinsic
+def load_partial(typingctx, matrix, row, column, count):
+    """matrix[row, column : column + count], zero-filled to a vector."""
+    _check_matrix(matrix)
+    vector = _vector_type(matrix)
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
+        llvm_vector = context.get_value_type(vector)
+        function = _masked_intrinsic(builder, "llvm.masked.load", llvm_vector, pointer, True)
+        mask = _lane_mask(builder, vector.lanes, args[3])
+        return builder.call(function, [pointer, mask, ir.Constant(llvm_vector, None)])
+
+    return vector(matrix, types.intp, types.intp, types.intp), codegen
+
+
+@intrinsic
+def store(typingctx, matrix, row, column, value):
+    """matrix[row, column : column + lanes] = value."""
+    _check_matrix(matrix)
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
+        vector_pointer = builder.bitcast(pointer, args[3].type.as_pointer())
+        builder.store(args[3], vector_pointer, align=matrix.dtype.bitwidth // 8)
+        return context.get_dummy_value()
+
+    return types.none(matrix, types.intp, types.intp, _vector_type(matrix)), codegen
+
+
+@intrinsic
+def store_partial(typingctx, matrix, row, column, count, value):
+    """matrix[row, column : column + count] = value[:count]."""
+    _check_matrix(matrix)
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
+        function = _masked_intrinsic(builder, "llvm.masked.store", args[4].type, pointer, False)
+        mask = _lane_mask(builder, args[4].type.count, args[3])
+        builder.call(function, [args[4], pointer, mask])
+        return context.get_dummy_value()
+
+    vector = _vector_type(matrix)
+    return types.none(matrix, types.intp, types.intp, types.intp, vector), codegen
+
+
+@intrinsic
+def fma(typingctx, scale, vector, accumulator):
+    """accumulator + scale * vector (one fused multiply-add per lane)."""
+    if not isinstance(vector, SimdVector) or accumulator != vector or scale != vector.dtype:
+        raise TypeError("fma(scalar, vector, accumulator) needs matching dtypes")
+
+    def codegen(context, builder, signature, args):
+        llvm_vector = args[1].type
+        splat = builder.insert_element(ir.Constant(llvm_vector, None), args[0], ir.IntType(32)(0))
+        splat = builder.shuffle_vector(
+            splat,
+            splat,
+            ir.Constant(ir.VectorType(ir.IntType(32), llvm_vector.count), [0] * llvm_vector.count),
+        )
+        signature = ir.FunctionType(llvm_vector, [llvm_vector] * 3)
+        function = cgutils.get_or_insert_function(
+            builder.module, signature, f"llvm.fma.{_vector_suffix(llvm_vector)}"
+        )
+        return builder.call(function, [splat, args[1], args[2]])
+
+    return vector(scale, vector, accumulator), codegen
