@@ -39,7 +39,7 @@ def run_backward(
                 _add_leaf_grad(leaf_grads, root, grad)
             else:
                 previous = grads.get(root.grad_fn)
-                grads[root.grad_fn] = grad if previous is None else previous + grad
+                grads[root.grad_fn] = grad if previous is None else _accumulate(previous, grad)
         ready = [node for node in grads if node not in order_deps]
         while ready:
             node = ready.pop()
@@ -68,7 +68,7 @@ def run_backward(
                     continue
                 if g is not None:
                     previous = grads.get(parent)
-                    grads[parent] = g if previous is None else previous + g
+                    grads[parent] = g if previous is None else _accumulate(previous, g)
                 remaining = order_deps[parent] - 1
                 order_deps[parent] = remaining
                 if remaining == 0:
@@ -121,12 +121,21 @@ def _fit_to_input(grad: Tensor, inp: Tensor) -> Tensor:
     return grad
 
 
+def _accumulate(total: Tensor, grad: Tensor) -> Tensor:
+    """total + grad. Both have the input's shape, dtype and device, so when no graph of
+    the gradient is recorded (create_graph=False) the sum is done on the raw arrays,
+    without the op machinery; with create_graph it stays a differentiable Add."""
+    if STATE.grad_enabled or total.grad_fn is not None or grad.grad_fn is not None:
+        return total + grad
+    return Tensor._wrap(total.data + grad.data, None)
+
+
 def _add_leaf_grad(leaf_grads: dict, leaf: Tensor, grad: Tensor) -> None:
     entry = leaf_grads.get(id(leaf))
     if entry is None:
         leaf_grads[id(leaf)] = [leaf, grad]
     else:
-        entry[1] = entry[1] + grad
+        entry[1] = _accumulate(entry[1], grad)
 
 
 def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None:
@@ -137,7 +146,7 @@ def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None
     if capture is not None:
         key = id(leaf)
         if key in capture:
-            capture[key] = grad if capture[key] is None else capture[key] + grad
+            capture[key] = grad if capture[key] is None else _accumulate(capture[key], grad)
         return
     if not leaf._requires_grad:
         return
@@ -148,7 +157,7 @@ def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None
         borrowed.add(id(grad.data))
         leaf.grad = grad
     else:
-        leaf.grad = leaf.grad + grad
+        leaf.grad = _accumulate(leaf.grad, grad)
 
 
 def _run_output_hooks(node: Function, grad: Tensor, capture) -> Tensor:
@@ -163,7 +172,7 @@ def _run_output_hooks(node: Function, grad: Tensor, capture) -> Tensor:
                 if id(owner) in capture:
                     capture[id(owner)] = grad
             else:
-                owner.grad = grad if owner.grad is None else owner.grad + grad
+                owner.grad = grad if owner.grad is None else _accumulate(owner.grad, grad)
     return grad
 
 
