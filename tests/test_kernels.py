@@ -97,10 +97,14 @@ def test_fully_masked_row_conventions():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(300, 7), (5, 31), (5, 32), (70, 33), (3, 1000)])
+@pytest.mark.parametrize(
+    "shape", [(64, 1), (300, 4), (300, 7), (33, 16), (300, 20), (5, 31), (70, 33), (3, 1000)]
+)
 def test_softmax_kernels_across_row_lengths_and_chunks(dtype, shape):
-    """Short rows (< 32) run in chunks of about 2048 values, long rows one at a time: both
-    paths, several chunks, -inf entries and fully masked rows, serial and parallel."""
+    """Rows run in chunks of about 2048 values, each row in vectors of 4 or 8 lanes with a
+    masked partial last vector unless the length is a multiple of the lanes: rows of 1,
+    shorter than one vector, exact multiples and ragged, several chunks, -inf entries and
+    fully masked rows, serial and parallel."""
     from minigrad.kernels.cpu import softmax as cpu_softmax
 
     rng = np.random.default_rng(3)
@@ -356,6 +360,34 @@ def test_fast_exp_error_against_numpy(dtype, rtol):
     cpu_softmax.log_softmax_backward(z, g, out, False)
     expected = np.exp(z.astype(np.float64))[0, 1:]
     assert np.max(np.abs(-out[0, 1:] - expected) / expected) < rtol
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-7), (np.float64, 1e-15)])
+def test_vector_fast_exp_against_numpy(dtype, rtol):
+    """fast_exp on simd vectors (the softmax forward's exp): error over the range of normal
+    results, its ends, and the out-of-range conventions (0, inf, NaN kept)."""
+    from numba import njit
+
+    from minigrad.kernels.cpu import simd
+    from minigrad.kernels.cpu.fast_exp import fast_exp
+
+    @njit
+    def exp_rows(x, out):
+        for j in range(0, x.shape[1], simd.lanes(x)):
+            simd.store(out, 0, j, fast_exp(simd.load(x, 0, j)))
+
+    info = np.finfo(dtype)
+    low, high = np.log(info.tiny.astype(np.float64)), np.log(info.max.astype(np.float64))
+    inside = np.linspace(low, high, 200_000).astype(dtype)
+    inside = inside[(inside >= low) & (inside <= high)][:199_992].reshape(1, -1)
+    out = np.empty_like(inside)
+    exp_rows(inside, out)
+    expected = np.exp(inside.astype(np.float64))
+    assert np.all(np.isfinite(out)) and np.max(np.abs(out - expected) / expected) < rtol
+    outside = np.array([[-np.inf, -1e4, low - 1, np.nan, high + 1, 1e4, np.inf, 0]], dtype)
+    out = np.empty_like(outside)
+    exp_rows(outside, out)
+    np.testing.assert_array_equal(out, [[0, 0, 0, np.nan, np.inf, np.inf, np.inf, 1]])
 
 
 def test_other_dtypes_and_numpy_mode_take_the_twin(monkeypatch):

@@ -1,5 +1,6 @@
-"""Explicit SIMD vectors for Numba kernels: a register-sized vector type and the five
-operations a register-blocked matmul needs.
+"""Explicit SIMD vectors for Numba kernels: a register-sized vector type, the loads, stores
+and multiply-add a register-blocked matmul needs, and the element-wise arithmetic and
+horizontal reductions of softmax's row passes.
 
 Numba leaves LLVM's SLP vectoriser off and its loop vectoriser only vectorises an innermost
 loop; neither keeps a tile of accumulators in vector registers across a reduction loop, and
@@ -10,11 +11,11 @@ accumulators held in local variables stay in registers (one ymm each on AVX2).
 Contract: `lanes(x)` is 32 bytes' worth of x's dtype (8 float32 or 4 float64). Every
 access reads or writes `matrix[row, column : column + lanes]` of a C-contiguous 2-D float
 array; the caller keeps it in bounds (the `_partial` forms touch only the first `count`
-lanes, 0 <= count <= lanes, and read zeros elsewhere). No bounds checks.
+lanes, 0 <= count <= lanes, and read zeros, or `fill`, elsewhere). No bounds checks.
 
 Numba's cache checks only the timestamp of a kernel's own file: after editing this one,
-delete the cached matmul.*.nbi and *.nbc files in __pycache__ (as for fast_exp.py, see
-__init__.py).
+delete the cached matmul.*, softmax.* and cross_entropy.* .nbi and .nbc files in
+__pycache__ (fast_exp.py imports this module; see __init__.py).
 """
 
 from llvmlite import ir
@@ -195,3 +196,101 @@ def fma(typingctx, scale, vector, accumulator):
         return builder.call(function, [splat, args[1], args[2]])
 
     return vector(scale, vector, accumulator), codegen
+
+
+# Row reductions (softmax's max and sum) need a fill value for a row's last partial vector
+# and element-wise arithmetic between vectors.
+
+
+def _splat(builder, vector_type, value):
+    """A vector with `value` in every lane."""
+    lanes_ = vector_type.count
+    single = builder.insert_element(ir.Constant(vector_type, None), value, ir.IntType(32)(0))
+    return builder.shuffle_vector(
+        single, single, ir.Constant(ir.VectorType(ir.IntType(32), lanes_), [0] * lanes_)
+    )
+
+
+@intrinsic
+def splat(typingctx, matrix, value):
+    """A vector of matrix's dtype with `value` in every lane."""
+    _check_matrix(matrix)
+    vector = _vector_type(matrix)
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[1], signature.args[1], vector.dtype)
+        return _splat(builder, context.get_value_type(vector), value)
+
+    return vector(matrix, value), codegen
+
+
+@intrinsic
+def load_partial_filled(typingctx, matrix, row, column, count, fill):
+    """matrix[row, column : column + count], filled to a vector with `fill`."""
+    _check_matrix(matrix)
+    vector = _vector_type(matrix)
+
+    def codegen(context, builder, signature, args):
+        pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
+        llvm_vector = context.get_value_type(vector)
+        function = _masked_intrinsic(builder, "llvm.masked.load", llvm_vector, pointer, True)
+        mask = _lane_mask(builder, vector.lanes, args[3])
+        fill = context.cast(builder, args[4], signature.args[4], vector.dtype)
+        return builder.call(function, [pointer, mask, _splat(builder, llvm_vector, fill)])
+
+    return vector(matrix, types.intp, types.intp, types.intp, fill), codegen
+
+
+def _maximum(builder, a, b):
+    # a > b ? a : b compiles to one vmaxps / vmaxpd (NaN in a gives b)
+    return builder.select(builder.fcmp_ordered(">", a, b), a, b)
+
+
+def _element_wise(build):
+    """An intrinsic (a, b) -> vector from build(builder, a, b) on two vectors of one type."""
+
+    def typer(typingctx, a, b):
+        if not isinstance(a, SimdVector) or a != b:
+            raise TypeError("element-wise simd operations need two vectors of one type")
+
+        def codegen(context, builder, signature, args):
+            return build(builder, *args)
+
+        return a(a, b), codegen
+
+    return intrinsic(typer)
+
+
+add = _element_wise(lambda builder, a, b: builder.fadd(a, b))
+subtract = _element_wise(lambda builder, a, b: builder.fsub(a, b))
+multiply = _element_wise(lambda builder, a, b: builder.fmul(a, b))
+maximum = _element_wise(_maximum)
+
+
+def _reduction(build):
+    """An intrinsic vector -> scalar folding the lanes pairwise with build(builder, a, b)."""
+
+    def typer(typingctx, vector):
+        if not isinstance(vector, SimdVector):
+            raise TypeError("a simd reduction needs a vector")
+
+        def codegen(context, builder, signature, args):
+            value = args[0]
+            width = vector.lanes
+            while width > 1:
+                # fold the upper half onto the lower half: log2(lanes) steps, not lanes - 1
+                width //= 2
+                indices = ir.VectorType(ir.IntType(32), width)
+                low = builder.shuffle_vector(value, value, ir.Constant(indices, list(range(width))))
+                upper = list(range(width, 2 * width))
+                high = builder.shuffle_vector(value, value, ir.Constant(indices, upper))
+                value = build(builder, low, high)
+            return builder.extract_element(value, ir.IntType(32)(0))
+
+        return vector.dtype(vector), codegen
+
+    return intrinsic(typer)
+
+
+reduce_sum = _reduction(lambda builder, a, b: builder.fadd(a, b))
+reduce_max = _reduction(_maximum)

@@ -1,14 +1,18 @@
 """Numba softmax and log-softmax kernels, forward and backward, over the rows of 2-D arrays.
 
 Contract: every array is C-contiguous with shape (rows, n), n >= 1; `out` is written in
-full. Performance rule: one row lives in L1 while it is processed, so each pass over it is
-cheap. Rows of at least `_SHORT_ROW` values: the forward makes one pass for the max and one
-for exp + sum (then a scale). Shorter rows are too short for LLVM's vector loop (8 lanes,
-unrolled 4 times, so a row of 20 runs in its scalar remainder), so they go in chunks of
-about `_CHUNK` values: the row passes (max, shift, sum, scale) stay scalar, and the exp runs
-as one flat vectorised loop over the whole chunk. The backward makes one pass for the row
-sum and one for the result, indexing the 2-D arrays directly (a row view per row costs
-more than a short row's arithmetic). Rows (or chunks) run in parallel (prange) only when
+full. Performance rule: rows go in chunks of about `_CHUNK` values (at least one row), so
+a chunk stays in L1 across its passes. The forward works in explicit vectors (simd.py:
+8 float32 or 4 float64 lanes, LLVM's own vector loop never reached a row of 20) and makes
+three passes over a chunk, each over all its rows before the next pass: the row max, the
+exp (the vector fast_exp, written into out) with the sum kept in a vector, then the scale
+(log-softmax: the subtraction). Pass by pass, one row's chain of dependent steps (max,
+horizontal reduce, exp, sum, divide) overlaps the next row's instead of stalling the core.
+A row's last partial vector is loaded and stored masked, filled with -inf so its extra
+lanes add exp(-inf) = 0 to the sum; a row whose length is a multiple of the lanes skips
+it (a masked store costs on AMD even with an empty mask). The backward makes one pass for
+the row sum and one for the result, indexing the 2-D arrays directly (a row view per row
+costs more than a short row's arithmetic). Chunks run in parallel (prange) only when
 `parallel` is true: the dispatcher sets it above a measured size, because a parallel
 region costs a thread wake-up that small inputs never win back.
 """
@@ -16,15 +20,14 @@ region costs a thread wake-up that small inputs never win back.
 import numpy as np
 from numba import njit, prange
 
+from minigrad.kernels.cpu import simd
 from minigrad.kernels.cpu.fast_exp import fast_exp
 
 # reassociation lets LLVM vectorise the row sums; no flag that assumes finite values,
 # since -inf entries from masks are part of the contract
 _FASTMATH = {"reassoc", "contract"}
-# measured at 102400 values, float32 / float64, load 1.4 (ms, row kernel against chunks):
-# n = 8: 0.64 / 0.36 and 0.61 / 0.42; n = 20: 0.27 / 0.19 and 0.57 / 0.44; n = 32: 0.20 /
-# 0.18 and 0.35 / 0.38; n = 64: 0.19 / 0.21 and 0.31 / 0.36
-_SHORT_ROW = 32
+# values per chunk: 2048 float32 of x and of out (16 KB) stay in L1 (32 KB) across the three
+# forward passes
 _CHUNK = 2048
 
 
@@ -37,58 +40,94 @@ def row_max(x):
     return peak if peak > -np.inf else x.dtype.type(0)
 
 
-@njit(fastmath=_FASTMATH, cache=True)
-def _softmax_row(x, y):
-    """y = exp(x - max) / sum(exp(x - max)); an all -inf row gives 0."""
-    shift = row_max(x)
-    total = x.dtype.type(0)
-    for j in range(x.size):
-        e = fast_exp(x[j] - shift)
-        y[j] = e
-        total += e
-    scale = 1 / total if total > 0 else x.dtype.type(0)
-    for j in range(x.size):
-        y[j] *= scale
+@njit(cache=True)
+def _row_shifts(x, shifts, start, stop):
+    """shifts[r - start] = row_max(x[r]) for rows start..stop-1, in vectors (the last
+    partial vector of a row is filled with -inf)."""
+    n = x.shape[1]
+    width = simd.lanes(x)
+    full = n - n % width
+    for r in range(start, stop):
+        peak = simd.load_partial_filled(x, r, full, n - full, -np.inf)
+        for j in range(0, full, width):
+            peak = simd.maximum(peak, simd.load(x, r, j))
+        shift = simd.reduce_max(peak)
+        shifts[r - start] = shift if shift > -np.inf else 0
 
 
-@njit(fastmath=_FASTMATH, cache=True)
-def _log_softmax_row(x, z):
-    """z = x - max - log(sum(exp(x - max))); an all -inf row gives -inf (exp(z) = 0)."""
-    shift = row_max(x)
-    total = x.dtype.type(0)
-    for j in range(x.size):
-        total += fast_exp(x[j] - shift)
-    log_total = np.log(total) if total > 0 else x.dtype.type(0)
-    for j in range(x.size):
-        z[j] = x[j] - shift - log_total
+@njit(cache=True)
+def _softmax_rows(x, out, scratch, start, stop):
+    """out[r] = exp(x[r] - max) / sum(exp(x[r] - max)) for rows start..stop-1; an all -inf
+    row gives 0. scratch[0] holds each row's shift, then its scale."""
+    n = x.shape[1]
+    width = simd.lanes(x)
+    full = n - n % width
+    _row_shifts(x, scratch[0], start, stop)
+    for r in range(start, stop):
+        shift = simd.splat(x, scratch[0, r - start])
+        sums = simd.zeros(x)
+        for j in range(0, full, width):
+            e = fast_exp(simd.subtract(simd.load(x, r, j), shift))
+            simd.store(out, r, j, e)
+            sums = simd.add(sums, e)
+        if full < n:
+            # the fill -inf gives exp = 0 in the lanes past the row's end
+            tail = simd.load_partial_filled(x, r, full, n - full, -np.inf)
+            e = fast_exp(simd.subtract(tail, shift))
+            simd.store_partial(out, r, full, n - full, e)
+            sums = simd.add(sums, e)
+        total = simd.reduce_sum(sums)
+        scratch[0, r - start] = 1 / total if total > 0 else 0
+    for r in range(start, stop):
+        scale = simd.splat(x, scratch[0, r - start])
+        for j in range(0, full, width):
+            simd.store(out, r, j, simd.multiply(simd.load(out, r, j), scale))
+        if full < n:
+            tail = simd.load_partial(out, r, full, n - full)
+            simd.store_partial(out, r, full, n - full, simd.multiply(tail, scale))
 
 
-@njit(fastmath=_FASTMATH, cache=True)
-def _exp_in_place(values):
-    """values = exp(values) over a flat contiguous array: one vectorised loop."""
-    for e in range(values.size):
-        values[e] = fast_exp(values[e])
+@njit(cache=True)
+def _log_softmax_rows(x, out, scratch, start, stop):
+    """out[r] = x[r] - max - log(sum(exp(x[r] - max))) for rows start..stop-1; an all -inf
+    row gives -inf (exp = 0). scratch[0] holds each row's shift, scratch[1] its sum, then log."""
+    n = x.shape[1]
+    width = simd.lanes(x)
+    full = n - n % width
+    _row_shifts(x, scratch[0], start, stop)
+    for r in range(start, stop):
+        shift = simd.splat(x, scratch[0, r - start])
+        sums = simd.zeros(x)
+        for j in range(0, full, width):
+            sums = simd.add(sums, fast_exp(simd.subtract(simd.load(x, r, j), shift)))
+        if full < n:
+            tail = simd.load_partial_filled(x, r, full, n - full, -np.inf)
+            sums = simd.add(sums, fast_exp(simd.subtract(tail, shift)))
+        scratch[1, r - start] = simd.reduce_sum(sums)
+    # log in its own loop: a libm call clobbers every vector register, so inside the exp
+    # loop it would force the polynomial's constants out to the stack and back each row
+    for i in range(stop - start):
+        total = scratch[1, i]
+        scratch[1, i] = np.log(total) if total > 0 else 0
+    for r in range(start, stop):
+        # two subtractions, as in the twin: max + log(total) would round at the max's scale
+        shift = simd.splat(x, scratch[0, r - start])
+        log_total = simd.splat(x, scratch[1, r - start])
+        for j in range(0, full, width):
+            z = simd.subtract(simd.subtract(simd.load(x, r, j), shift), log_total)
+            simd.store(out, r, j, z)
+        if full < n:
+            tail = simd.load_partial(x, r, full, n - full)
+            z = simd.subtract(simd.subtract(tail, shift), log_total)
+            simd.store_partial(out, r, full, n - full, z)
 
 
 @njit(fastmath=_FASTMATH, cache=True)
 def _exp_into(source, values):
     """values = exp(source) over disjoint flat contiguous arrays (the same array would fail
-    LLVM's overlap check and run the scalar loop: use _exp_in_place)."""
+    LLVM's overlap check and run the scalar loop)."""
     for e in range(values.size):
         values[e] = fast_exp(source[e])
-
-
-@njit(fastmath=_FASTMATH, cache=True)
-def _shift_rows(x, out, start, stop):
-    """out[r] = x[r] - row_max(x[r]) for rows start..stop-1."""
-    for r in range(start, stop):
-        # row_max(x[r]) inlined: a row view costs more than a short row's max
-        peak = x[r, 0]
-        for j in range(1, x.shape[1]):
-            peak = max(peak, x[r, j])
-        shift = peak if peak > -np.inf else x.dtype.type(0)
-        for j in range(x.shape[1]):
-            out[r, j] = x[r, j] - shift
 
 
 @njit(fastmath=_FASTMATH, cache=True)
@@ -97,34 +136,6 @@ def _row_sum(x, r):
     for j in range(x.shape[1]):
         total += x[r, j]
     return total
-
-
-@njit(fastmath=_FASTMATH, cache=True)
-def _softmax_short_rows(x, out, start, stop):
-    """Rows start..stop-1 of a short-row softmax: shift, flat exp, normalise."""
-    n = x.shape[1]
-    _shift_rows(x, out, start, stop)
-    _exp_in_place(out.reshape(-1)[start * n : stop * n])
-    for r in range(start, stop):
-        total = _row_sum(out, r)
-        scale = 1 / total if total > 0 else x.dtype.type(0)
-        for j in range(n):
-            out[r, j] *= scale
-
-
-@njit(fastmath=_FASTMATH, cache=True)
-def _log_softmax_short_rows(x, out, scratch, start, stop):
-    """Rows start..stop-1 of a short-row log-softmax; scratch holds the chunk's exps."""
-    n = x.shape[1]
-    _shift_rows(x, out, start, stop)
-    exps = scratch[: (stop - start) * n]
-    _exp_into(out.reshape(-1)[start * n : stop * n], exps)
-    exps = exps.reshape(stop - start, n)
-    for r in range(start, stop):
-        total = _row_sum(exps, r - start)
-        log_total = np.log(total) if total > 0 else x.dtype.type(0)
-        for j in range(n):
-            out[r, j] -= log_total
 
 
 @njit(fastmath=_FASTMATH, cache=True)
@@ -158,47 +169,33 @@ def _chunk_rows(n):
 @njit(cache=True, parallel=True)
 def softmax(x, out, parallel):
     """out[r] = softmax(x[r]) for every row r."""
-    rows, n = x.shape
-    if n >= _SHORT_ROW:
-        if parallel:
-            for r in prange(rows):
-                _softmax_row(x[r], out[r])
-        else:
-            for r in range(rows):
-                _softmax_row(x[r], out[r])
-        return
-    step = _chunk_rows(n)
+    rows = x.shape[0]
+    step = _chunk_rows(x.shape[1])
     chunks = (rows + step - 1) // step
     if parallel:
         for c in prange(chunks):
-            _softmax_short_rows(x, out, c * step, min(rows, (c + 1) * step))
+            scratch = np.empty((2, step), x.dtype)
+            _softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
     else:
+        scratch = np.empty((2, step), x.dtype)
         for c in range(chunks):
-            _softmax_short_rows(x, out, c * step, min(rows, (c + 1) * step))
+            _softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
 
 
 @njit(cache=True, parallel=True)
 def log_softmax(x, out, parallel):
     """out[r] = log_softmax(x[r]) for every row r."""
-    rows, n = x.shape
-    if n >= _SHORT_ROW:
-        if parallel:
-            for r in prange(rows):
-                _log_softmax_row(x[r], out[r])
-        else:
-            for r in range(rows):
-                _log_softmax_row(x[r], out[r])
-        return
-    step = _chunk_rows(n)
+    rows = x.shape[0]
+    step = _chunk_rows(x.shape[1])
     chunks = (rows + step - 1) // step
     if parallel:
         for c in prange(chunks):
-            scratch = np.empty(step * n, x.dtype)
-            _log_softmax_short_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
+            scratch = np.empty((2, step), x.dtype)
+            _log_softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
     else:
-        scratch = np.empty(step * n, x.dtype)
+        scratch = np.empty((2, step), x.dtype)
         for c in range(chunks):
-            _log_softmax_short_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
+            _log_softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
 
 
 @njit(cache=True, parallel=True)
