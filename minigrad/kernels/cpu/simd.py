@@ -91,6 +91,19 @@ def _masked_intrinsic(builder, name, vector, pointer, returns_vector):
     return cgutils.get_or_insert_function(builder.module, signature, f"{name}.{suffix}.p0")
 
 
+def _masked_load(context, builder, signature, args, fill):
+    """A vector of matrix[row, column : column + count] (args), the lanes past `count`
+    holding `fill` (an LLVM scalar) or zeros when `fill` is None."""
+    vector = signature.return_type
+    pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
+    llvm_vector = context.get_value_type(vector)
+    function = _masked_intrinsic(builder, "llvm.masked.load", llvm_vector, pointer, True)
+    mask = _lane_mask(builder, vector.lanes, args[3])
+    passthrough = (ir.Constant(llvm_vector, None) if fill is None
+                   else _splat(builder, llvm_vector, fill))
+    return builder.call(function, [pointer, mask, passthrough])
+
+
 @intrinsic
 def lanes(typingctx, matrix):
     """The number of values in one vector of matrix's dtype (a compile-time constant)."""
@@ -136,11 +149,7 @@ def load_partial(typingctx, matrix, row, column, count):
     vector = _vector_type(matrix)
 
     def codegen(context, builder, signature, args):
-        pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
-        llvm_vector = context.get_value_type(vector)
-        function = _masked_intrinsic(builder, "llvm.masked.load", llvm_vector, pointer, True)
-        mask = _lane_mask(builder, vector.lanes, args[3])
-        return builder.call(function, [pointer, mask, ir.Constant(llvm_vector, None)])
+        return _masked_load(context, builder, signature, args, None)
 
     return vector(matrix, types.intp, types.intp, types.intp), codegen
 
@@ -231,12 +240,8 @@ def load_partial_filled(typingctx, matrix, row, column, count, fill):
     vector = _vector_type(matrix)
 
     def codegen(context, builder, signature, args):
-        pointer = _element_pointer(context, builder, signature.args[0], *args[:3])
-        llvm_vector = context.get_value_type(vector)
-        function = _masked_intrinsic(builder, "llvm.masked.load", llvm_vector, pointer, True)
-        mask = _lane_mask(builder, vector.lanes, args[3])
         fill = context.cast(builder, args[4], signature.args[4], vector.dtype)
-        return builder.call(function, [pointer, mask, _splat(builder, llvm_vector, fill)])
+        return _masked_load(context, builder, signature, args, fill)
 
     return vector(matrix, types.intp, types.intp, types.intp, fill), codegen
 
