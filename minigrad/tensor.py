@@ -8,10 +8,13 @@ unlike PyTorch, where it is a detached tensor; `.detach()` gives the tensor.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from minigrad import dtypes
 from minigrad.backend import array_module, as_device, device_of, to_device
+from minigrad.backend.device import CPU
 
 _DTYPE_OF_NUMPY = {d.np: d for d in dtypes.ALL}
 
@@ -139,8 +142,6 @@ class Tensor:
         """Keep `.grad` of a non-leaf tensor after backward."""
         if self.grad_fn is None:
             return
-        import weakref
-
         self.grad_fn._retained = weakref.ref(self)
 
     def register_hook(self, hook):
@@ -158,7 +159,7 @@ class Tensor:
     # ------------------------------------------------------------------ conversion
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (a copy to the host for GPU tensors)."""
-        return to_device(self.data, device_of(np.empty(0)))
+        return to_device(self.data, CPU)
 
     def item(self):
         if self.data.size != 1:

@@ -360,3 +360,15 @@ def test_graph_is_freed_by_reference_counting_alone():
         assert node() is None
     finally:
         gc.enable()
+
+
+def test_in_place_change_of_a_gathered_copy_leaves_the_source_usable():
+    # integer-array indexing copies, so changing the copy must not look like a change of x
+    x = mg.tensor([1.0, 2.0, 3.0])
+    w = mg.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    y = (w * x).sum()
+    picked = x[mg.tensor([0, 0, 2])]
+    picked.add_(1.0)
+    y.backward()
+    np.testing.assert_allclose(w.grad.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(x.numpy(), [1.0, 2.0, 3.0])

@@ -22,6 +22,13 @@ class GetItem(Function):
         return IndexAdd.apply(grad, index=self.index, shape=self.input_shape)
 
 
+class GatherItem(GetItem):
+    """x[index] with integer arrays or masks: NumPy returns a copy, so unlike a basic
+    index the output has its own version counter"""
+
+    is_view = False
+
+
 class IndexAdd(Function):
     """out = zeros(shape) with g added at index (the adjoint of GetItem);  dg = dout[index]"""
 
@@ -42,7 +49,8 @@ class IndexAdd(Function):
 def getitem(x: Tensor, index) -> Tensor:
     index = _to_array_index(index, x)
     try:
-        return GetItem.apply(x, index=index)
+        function = GetItem if _is_basic(index) else GatherItem
+        return function.apply(x, index=index)
     except RuntimeError as exc:
         raise IndexError(
             f"index {_describe(index)} is out of range or invalid for a tensor of shape "
