@@ -17,11 +17,14 @@ from minigrad.tensor import Tensor
 
 
 class _EngineState:
-    """The engine's only global switches (named in the README)."""
+    """The engine's only global switches (named in the README). Instance attributes, not
+    class ones: Python 3.11 specialises reading an instance's own attribute (every op
+    reads two of these), not reading a class default through an instance."""
 
-    grad_enabled = True
-    anomaly = False  # set by detect_anomaly()
-    profiler = None  # a profiler.Profile while one is recording
+    def __init__(self):
+        self.grad_enabled = True
+        self.anomaly = False  # set by detect_anomaly()
+        self.profiler = None  # a profiler.Profile while one is recording
 
 
 STATE = _EngineState()
@@ -103,8 +106,13 @@ class Function:
             return STATE.profiler.timed_apply(cls, inputs, params)
         node = cls.__new__(cls)
         try:
-            if len(inputs) == 2:  # the common case, without building an argument list
-                out = node.forward(inputs[0].data, inputs[1].data, **params)
+            # the common arities without building an argument list, and no empty
+            # **params (which Python would unpack on every call)
+            if len(inputs) == 1:
+                out = node.forward(inputs[0].data, **params) if params else node.forward(
+                    inputs[0].data)
+            elif len(inputs) == 2 and not params:
+                out = node.forward(inputs[0].data, inputs[1].data)
             else:
                 out = node.forward(*[t.data for t in inputs], **params)
         except Exception as exc:
@@ -151,7 +159,7 @@ class Function:
                 "read saved tensors after they were freed). Saved arrays are freed after "
                 "backward; pass retain_graph=True to the first backward() to keep them."
             )
-        return tuple([self._as_tensor(array) for array in self._saved or ()])
+        return tuple(map(self._as_tensor, self._saved or ()))
 
     def _as_tensor(self, array) -> Tensor:
         index = 0

@@ -26,11 +26,12 @@ def run_backward(
     Leaves accumulate into `.grad`, unless `capture` (id(tensor) -> None) is given: then
     the gradients of exactly those tensors are stored in it and no `.grad` changes.
     """
-    order_deps = _count_dependencies([r.grad_fn for r in roots if r.grad_fn is not None])
+    order_deps = _count_dependencies(roots)
     grads: dict[Function, Tensor] = {}
     # leaf gradients are summed over the whole walk, so that leaf hooks and .grad see the
     # total once (as PyTorch's AccumulateGrad does), not one call per path
     leaf_grads: dict[int, list] = {}
+    instrumented = STATE.profiler is not None or STATE.anomaly
     previous_mode = STATE.grad_enabled
     STATE.grad_enabled = create_graph
     try:
@@ -40,7 +41,10 @@ def run_backward(
             else:
                 previous = grads.get(root.grad_fn)
                 grads[root.grad_fn] = grad if previous is None else _accumulate(previous, grad)
-        ready = [node for node in grads if node not in order_deps]
+        ready = []  # (loops rather than comprehensions: each of those is a call in 3.11)
+        for node in grads:
+            if order_deps[node] == 0:
+                ready.append(node)
         while ready:
             node = ready.pop()
             grad = grads.pop(node, None)
@@ -49,7 +53,12 @@ def run_backward(
             else:
                 if node._hooks is not None or node._retained is not None:
                     grad = _run_output_hooks(node, grad, capture)
-                input_grads = _call_backward(node, grad)
+                if instrumented:
+                    input_grads = _instrumented_backward(node, grad)
+                else:
+                    input_grads = node.backward(grad)
+                    if input_grads.__class__ is not tuple:
+                        input_grads = (input_grads,)
                 if not retain_graph:
                     node._free()
             for inp, needs, g in zip(node.inputs, node.needs_input_grad, input_grads):
@@ -73,32 +82,40 @@ def run_backward(
                 order_deps[parent] = remaining
                 if remaining == 0:
                     ready.append(parent)
-        borrowed = {id(g.data) for g in root_grads}  # the caller's arrays
+        borrowed = set()  # the caller's arrays
+        for g in root_grads:
+            borrowed.add(id(g.data))
         for leaf, g in leaf_grads.values():
             _deliver_to_leaf(leaf, g, capture, borrowed)
     finally:
         STATE.grad_enabled = previous_mode
 
 
-def _count_dependencies(starts) -> dict:
-    """For every node reachable from `starts`: how many reachable nodes consume it."""
+def _count_dependencies(roots) -> dict:
+    """For every node reachable from the roots: how many reachable nodes consume it (0 for
+    the roots' own nodes, unless another root's graph consumes them)."""
     deps: dict[Function, int] = {}
-    stack = list(starts)
-    seen = set(stack)
+    stack = []
+    for root in roots:
+        node = root.grad_fn
+        if node is not None and node not in deps:
+            deps[node] = 0
+            stack.append(node)
     while stack:
         node = stack.pop()
         for inp, needs in zip(node.inputs, node.needs_input_grad):
-            parent = inp.grad_fn
-            if not needs or parent is None:
-                continue
-            deps[parent] = deps.get(parent, 0) + 1
-            if parent not in seen:
-                seen.add(parent)
-                stack.append(parent)
+            if needs:
+                parent = inp.grad_fn
+                if parent is not None:
+                    count = deps.get(parent)
+                    if count is None:  # first visit
+                        stack.append(parent)
+                    deps[parent] = 1 if count is None else count + 1
     return deps
 
 
-def _call_backward(node: Function, grad: Tensor) -> tuple:
+def _instrumented_backward(node: Function, grad: Tensor) -> tuple:
+    """node.backward(grad) under the profiler or detect_anomaly."""
     if STATE.profiler is not None:
         result = STATE.profiler.timed_backward(node, grad)
     else:
@@ -152,7 +169,7 @@ def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None
         return
     if leaf.grad is None:
         # .grad owns its array: never a view, the caller's gradient or another leaf's
-        if id(grad.data) in borrowed or not grad.data.flags.owndata:
+        if id(grad.data) in borrowed or grad.data.base is not None:
             grad = grad.clone()
         borrowed.add(id(grad.data))
         leaf.grad = grad
@@ -258,7 +275,7 @@ def _default_gradient(tensor: Tensor, gradient, caller: str) -> Tensor:
         return Tensor._wrap(tensor.xp.ones_like(tensor.data), None)
     if not isinstance(gradient, Tensor):
         gradient = Tensor(gradient, dtype=tensor.dtype, device=tensor.device)
-    if gradient.shape != tensor.shape:
+    if gradient.data.shape != tensor.data.shape:
         raise RuntimeError(
             f"{caller}(): gradient has shape {tuple(gradient.shape)} but the output has "
             f"shape {tuple(tensor.shape)}"

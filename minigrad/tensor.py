@@ -87,6 +87,9 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:  # noqa: N802
+        """All dims reversed (a transpose of a matrix)."""
+        if self.data.ndim == 2:
+            return _ops.transpose(self, 0, 1)
         return self.permute(*reversed(range(self.ndim)))
 
     def size(self, dim: int | None = None):
@@ -236,39 +239,22 @@ class Tensor:
         return self.dtype.is_floating_point
 
     # ------------------------------------------------------------------ arithmetic
-    # Each operator forwards to minigrad.ops; reflected forms swap the operands.
-    def __add__(self, other):
-        return _ops.add(self, other)
-
+    # The reflected operators swap the operands; the others are bound at the end of this
+    # file.
     def __radd__(self, other):
         return _ops.add(other, self)
-
-    def __sub__(self, other):
-        return _ops.sub(self, other)
 
     def __rsub__(self, other):
         return _ops.sub(other, self)
 
-    def __mul__(self, other):
-        return _ops.mul(self, other)
-
     def __rmul__(self, other):
         return _ops.mul(other, self)
-
-    def __truediv__(self, other):
-        return _ops.div(self, other)
 
     def __rtruediv__(self, other):
         return _ops.div(other, self)
 
-    def __pow__(self, other):
-        return _ops.pow(self, other)
-
     def __rpow__(self, other):
         return _ops.pow(other, self)
-
-    def __matmul__(self, other):
-        return _ops.matmul(self, other)
 
     def __rmatmul__(self, other):
         return _ops.matmul(other, self)
@@ -276,32 +262,8 @@ class Tensor:
     def __neg__(self):
         return _ops.neg(self)
 
-    def __eq__(self, other):  # noqa: D105  elementwise, like torch (so no __hash__ by value)
-        return _ops.eq(self, other)
-
-    def __ne__(self, other):
-        return _ops.ne(self, other)
-
-    def __lt__(self, other):
-        return _ops.lt(self, other)
-
-    def __le__(self, other):
-        return _ops.le(self, other)
-
-    def __gt__(self, other):
-        return _ops.gt(self, other)
-
-    def __ge__(self, other):
-        return _ops.ge(self, other)
-
     def __invert__(self):
         return _ops.logical_not(self)
-
-    def __and__(self, other):
-        return _ops.logical_and(self, other)
-
-    def __or__(self, other):
-        return _ops.logical_or(self, other)
 
     __hash__ = object.__hash__
 
@@ -507,3 +469,21 @@ def _infer_dtype(array: np.ndarray) -> dtypes.dtype:
 from minigrad import autograd as _autograd  # noqa: E402  (they import Tensor)
 from minigrad import ops as _ops  # noqa: E402
 from minigrad import random as _random  # noqa: E402
+
+# Operators whose operands keep their order are the op functions themselves: one Python
+# call less for every `a + b` (the reflected ones, like __radd__, swap them above).
+# The comparisons are elementwise, like torch's, so a Tensor is hashed by identity.
+Tensor.__add__ = _ops.add
+Tensor.__sub__ = _ops.sub
+Tensor.__mul__ = _ops.mul
+Tensor.__truediv__ = _ops.div
+Tensor.__pow__ = _ops.pow
+Tensor.__matmul__ = _ops.matmul
+Tensor.__eq__ = _ops.eq
+Tensor.__ne__ = _ops.ne
+Tensor.__lt__ = _ops.lt
+Tensor.__le__ = _ops.le
+Tensor.__gt__ = _ops.gt
+Tensor.__ge__ = _ops.ge
+Tensor.__and__ = _ops.logical_and
+Tensor.__or__ = _ops.logical_or

@@ -34,6 +34,8 @@ CORE = {
     "div": (lambda a, b: a / b, [((2, 3), floats()), ((2, 1), positive(0.5, 2.0))]),
     "matmul": (lambda a, b: a @ b, [((2, 2, 3), floats()), ((3, 2), floats())]),
     "matmul_vector": (lambda a, b: a @ b, [((3,), floats()), ((2, 3, 2), floats())]),
+    "matmul_matrix_vector": (lambda a, b: a @ b, [((2, 2, 3), floats()), ((3,), floats())]),
+    "matmul_dot": (lambda a, b: a @ b, [((3,), floats()), ((3,), floats())]),
     "exp": (lambda a: a.exp(), [((2, 3), floats(-2.0, 2.0))]),
     "log": (lambda a: a.log(), [((2, 3), positive(0.5, 3.0))]),
     "sqrt": (lambda a: a.sqrt(), [((2, 3), positive(0.5, 3.0))]),

@@ -29,10 +29,13 @@ def numba_eligible(*arrays) -> bool:
     float dtype that the kernels are compiled for."""
     if get_mode() == "numpy":
         return False
-    first = arrays[0]
-    if type(first) is not np.ndarray or first.dtype not in KERNEL_DTYPES:
+    dtype = arrays[0].dtype
+    if dtype not in KERNEL_DTYPES:
         return False
-    return all(type(a) is np.ndarray and a.dtype == first.dtype for a in arrays[1:])
+    for a in arrays:  # (a loop, not all(...): dispatch runs on every tiny op too)
+        if type(a) is not np.ndarray or a.dtype != dtype:
+            return False
+    return True
 
 
 def forced() -> bool:

@@ -37,6 +37,8 @@ _PARALLEL_MACS = float("inf")
 
 
 def _use_kernel(a, b) -> bool:
+    if not forced() and (a.ndim < 2 or b.ndim < 3):
+        return False  # auto mode keeps every non-batched product on BLAS (see above)
     if not numba_eligible(a, b):
         return False
     if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:

@@ -108,19 +108,25 @@ def _log_where_nonzero(a: Tensor, out: Tensor) -> Tensor:
     return where(nonzero, where(nonzero, a, 1.0).log(), 0.0)
 
 
-def add(a, b) -> Tensor:
-    a, b = binary_operands(a, b)
-    return Add.apply(a, b)
+def _binary(function: type[Function], name: str):
+    """The function users call for a binary op: promote the operands, apply the op."""
+
+    def op(a, b) -> Tensor:
+        # two tensors of one dtype (the common case, and every backward rule's) need no
+        # promotion, so they skip binary_operands
+        if not (isinstance(a, Tensor) and isinstance(b, Tensor)
+                and a.data.dtype is b.data.dtype):
+            a, b = binary_operands(a, b)
+        return function.apply(a, b)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(a, b): {function.__doc__.strip()}, with PyTorch's type promotion"
+    return op
 
 
-def sub(a, b) -> Tensor:
-    a, b = binary_operands(a, b)
-    return Sub.apply(a, b)
-
-
-def mul(a, b) -> Tensor:
-    a, b = binary_operands(a, b)
-    return Mul.apply(a, b)
+add = _binary(Add, "add")
+sub = _binary(Sub, "sub")
+mul = _binary(Mul, "mul")
 
 
 def div(a, b) -> Tensor:

@@ -9,8 +9,10 @@ from minigrad.tensor import Tensor
 
 
 class MatMul(Function):
-    """out = a @ b for a, b with ndim >= 2 (batch dims broadcast);
-    da = g @ b^T,  db = a^T @ g  (the engine sums broadcast batch dims back)"""
+    """out = a @ b with NumPy's rules: batch dims broadcast, a 1-D `a` is a row vector and
+    a 1-D `b` a column vector (the added axis is dropped from the result).
+    On the operands as matrices: da = g @ b^T,  db = a^T @ g  (the engine sums broadcast
+    batch dims back)."""
 
     def forward(self, a, b):
         self.save_for_backward(a, b)
@@ -18,6 +20,8 @@ class MatMul(Function):
 
     def backward(self, grad):
         a, b = self.saved
+        if a.ndim == 1 or b.ndim == 1:
+            return self._vector_backward(a, b, grad)
         grad_a = grad @ b.transpose(-1, -2) if self.needs_input_grad[0] else None
         grad_b = None
         if self.needs_input_grad[1]:
@@ -29,25 +33,45 @@ class MatMul(Function):
                 grad_b = a.transpose(-1, -2) @ grad
         return grad_a, grad_b
 
+    def _vector_backward(self, a, b, grad):
+        """The same rule with a vector operand, written without lifting the vector to a
+        matrix (fewer ops): an outer product is a broadcast multiply.
+            a . b:            da = g b,                  db = g a
+            (..., m, k) @ b:  da[..., i, j] = g[..., i] b[j],
+                              db[j] = sum_i g[..., i] a[..., i, j]
+            a @ (..., k, n):  da[i] = sum_j b[..., i, j] g[..., j],
+                              db[..., i, j] = a[i] g[..., j]
+        (the engine sums the batch dims of the vector's gradient)"""
+        needs_a, needs_b = self.needs_input_grad
+        if a.ndim == 1 and b.ndim == 1:
+            return (grad * b if needs_a else None), (grad * a if needs_b else None)
+        grad_a = grad_b = None
+        if b.ndim == 1:
+            if needs_a:
+                grad_a = grad.unsqueeze(-1) * b
+            if needs_b:
+                grad_b = grad @ a if grad.ndim == 1 else (grad.unsqueeze(-2) @ a).squeeze(-2)
+        else:
+            if needs_a:
+                grad_a = b @ grad if grad.ndim == 1 else (b @ grad.unsqueeze(-1)).squeeze(-1)
+            if needs_b:
+                grad_b = a.unsqueeze(-1) * grad.unsqueeze(-2)
+        return grad_a, grad_b
+
 
 def matmul(a, b) -> Tensor:
     """a @ b; a 1-D operand is treated as a row (left) or column (right) vector."""
     a, b = binary_operands(a, b)
-    if a.ndim == 0 or b.ndim == 0:
+    shape_a, shape_b = a.data.shape, b.data.shape
+    if not shape_a or not shape_b:
         raise RuntimeError(
-            f"matmul: both arguments need at least 1 dimension, got shapes {tuple(a.shape)} "
-            f"and {tuple(b.shape)}"
+            f"matmul: both arguments need at least 1 dimension, got shapes {shape_a} "
+            f"and {shape_b}"
         )
-    if a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+    inner_b = shape_b[-2 if len(shape_b) > 1 else 0]
+    if shape_a[-1] != inner_b:
         raise RuntimeError(
-            f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied "
-            f"(expected a.shape[-1] == b.shape[-2], got {a.shape[-1]} and "
-            f"{b.shape[-2 if b.ndim > 1 else 0]})"
+            f"matmul: shapes {shape_a} and {shape_b} cannot be multiplied "
+            f"(expected a.shape[-1] == b.shape[-2], got {shape_a[-1]} and {inner_b})"
         )
-    if a.ndim == 1 and b.ndim == 1:
-        return MatMul.apply(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
-    if a.ndim == 1:
-        return MatMul.apply(a.unsqueeze(0), b).squeeze(-2)
-    if b.ndim == 1:
-        return MatMul.apply(a, b.unsqueeze(1)).squeeze(-1)
     return MatMul.apply(a, b)

@@ -6,6 +6,7 @@ from collections import namedtuple
 
 from minigrad.autograd import Function
 from minigrad.ops.operands import normalize_dim, normalize_dims
+from minigrad.ops.shape import broadcast_to
 from minigrad.tensor import Tensor
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
@@ -20,7 +21,7 @@ class Sum(Function):
         return x.sum(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
-        return grad.reshape(self.kept_shape).expand(*self.input_shape)
+        return broadcast_to(grad.reshape(self.kept_shape), self.input_shape)
 
 
 class Amax(Function):
@@ -38,7 +39,7 @@ class Amax(Function):
         is_extreme = x.data == self.extreme
         share = is_extreme / is_extreme.sum(axis=self.dims, keepdims=True)
         share = Tensor._wrap(share.astype(x.data.dtype, copy=False), None)
-        return grad.reshape(self.extreme.shape).expand(*x.shape) * share
+        return broadcast_to(grad.reshape(self.extreme.shape), x.shape) * share
 
 
 def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001

@@ -3,6 +3,9 @@ Their gradients move the gradient back the same way."""
 from __future__ import annotations
 
 import math
+import operator
+
+import numpy as np
 
 from minigrad.autograd import Function
 from minigrad.backend import array_module
@@ -39,13 +42,26 @@ class Permute(Function):
         return grad.permute(*inverse)
 
 
+class Transpose(Function):
+    """out = x with dims d0 and d1 swapped;  dx = g with them swapped back"""
+
+    is_view = True
+
+    def forward(self, x, dim0, dim1):
+        self.dims = dim0, dim1
+        return x.swapaxes(dim0, dim1)
+
+    def backward(self, grad):
+        return transpose(grad, *self.dims)
+
+
 class Expand(Function):
     """out = x broadcast to a shape (a read-only view);  the engine sums dx back"""
 
     is_view = True
 
     def forward(self, x, shape):
-        return array_module(x).broadcast_to(x, shape)
+        return _broadcast_view(x, shape)
 
     def backward(self, grad):
         return grad
@@ -65,7 +81,7 @@ class SumToShape(Function):
         return out.reshape(shape)
 
     def backward(self, grad):
-        return grad.expand(*self.input_shape)
+        return broadcast_to(grad, self.input_shape)
 
 
 class Copy(Function):
@@ -97,13 +113,15 @@ class Cat(Function):
 
 
 def reshape(x: Tensor, shape) -> Tensor:
-    shape = _shape_argument(shape)
+    shape = _shape_argument(shape, "reshape")
     if shape == x.shape:
         return x
-    known = math.prod(n for n in shape if n != -1)
-    if shape.count(-1) > 1 or (
-        (known != x.data.size) if -1 not in shape else (known == 0 or x.data.size % known)
-    ):
+    if -1 in shape:  # one size inferred from the others
+        known = math.prod(n for n in shape if n != -1)
+        invalid = shape.count(-1) > 1 or known == 0 or x.data.size % known
+    else:
+        invalid = math.prod(shape) != x.data.size
+    if invalid:
         raise RuntimeError(
             f"reshape: shape {list(shape)} is invalid for a tensor of shape "
             f"{tuple(x.shape)} ({x.data.size} elements)"
@@ -112,7 +130,7 @@ def reshape(x: Tensor, shape) -> Tensor:
 
 
 def permute(x: Tensor, dims) -> Tensor:
-    dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _shape_argument(dims))
+    dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _shape_argument(dims, "permute"))
     if sorted(dims) != list(range(x.ndim)):
         raise RuntimeError(
             f"permute: dims {list(dims)} are not a permutation of the {x.ndim} dims of a "
@@ -122,23 +140,24 @@ def permute(x: Tensor, dims) -> Tensor:
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
-    dims = list(range(x.ndim))
-    dim0 = normalize_dim(dim0, x.ndim, "transpose")
-    dim1 = normalize_dim(dim1, x.ndim, "transpose")
-    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
-    return Permute.apply(x, dims=tuple(dims))
+    ndim = x.data.ndim
+    dim0 = normalize_dim(dim0, ndim, "transpose")
+    dim1 = normalize_dim(dim1, ndim, "transpose")
+    return Transpose.apply(x, dim0=dim0, dim1=dim1)
 
 
 def expand(x: Tensor, sizes) -> Tensor:
     """Broadcast to `sizes`; -1 keeps a dimension, new leading dims may be added."""
-    sizes = _shape_argument(sizes)
+    sizes = _shape_argument(sizes, "expand")
+    if sizes == x.shape:
+        return x
     leading = len(sizes) - x.ndim
     if leading < 0:
         raise RuntimeError(
             f"expand: the number of sizes ({len(sizes)}) must be at least the number of "
             f"dims of the tensor of shape {tuple(x.shape)}"
         )
-    shape = tuple(
+    shape = sizes if -1 not in sizes else tuple(
         x.shape[i - leading] if n == -1 and i >= leading else n for i, n in enumerate(sizes)
     )
     for i, n in enumerate(x.shape):
@@ -150,6 +169,26 @@ def expand(x: Tensor, sizes) -> Tensor:
     if shape == x.shape:
         return x
     return Expand.apply(x, shape=shape)
+
+
+def broadcast_to(x: Tensor, shape: tuple) -> Tensor:
+    """expand() without its argument checks, for backward rules, whose shapes are right
+    by construction."""
+    return x if x.data.shape == shape else Expand.apply(x, shape=shape)
+
+
+def _broadcast_view(x, shape: tuple):
+    """x broadcast to `shape`, a read-only view. A C-contiguous NumPy array's view is made
+    from strides directly: np.broadcast_to's Python-level checks cost more than the rest
+    of a small op (expand() has checked the shapes already)."""
+    if type(x) is not np.ndarray or not x.flags.c_contiguous or x.size == 0:
+        return array_module(x).broadcast_to(x, shape)
+    strides = [0] * (len(shape) - x.ndim)
+    for n, stride in zip(x.shape, x.strides):
+        strides.append(0 if n == 1 else stride)
+    view = np.ndarray(shape, x.dtype, buffer=x, strides=strides)
+    view.flags.writeable = False
+    return view
 
 
 def sum_to_shape(x: Tensor, shape: tuple) -> Tensor:
@@ -245,11 +284,23 @@ def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(x, max(1, -(-length // chunks)), dim)
 
 
-def _shape_argument(shape) -> tuple:
-    """Accept f(2, 3), f((2, 3)) and f([2, 3])."""
+def _shape_argument(shape, op: str) -> tuple:
+    """Accept f(2, 3), f((2, 3)) and f([2, 3]) with integer sizes (NumPy integers and
+    integer tensors too, as in PyTorch; a float is an error, not truncated)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(n) for n in shape)
+    for n in shape:
+        if n.__class__ is not int:
+            return tuple([_size(n, op) for n in shape])
+    return tuple(shape)
+
+
+def _size(n, op: str) -> int:
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"{op}: sizes and dims must be integers, got {n!r} of type "
+                        f"{type(n).__name__}") from None
 
 
 def _same_dtype(tensors: list) -> list:
