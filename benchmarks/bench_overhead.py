@@ -1,10 +1,15 @@
 """Per-op overhead on tiny tensors: minigrad vs PyTorch (CPU, if installed) vs raw NumPy.
 
-    python -m benchmarks.bench_overhead
+    python -m benchmarks.bench_overhead [--repeats 3000] [--block 50]
 
-Each case runs the same computation on (16,)-shaped float32 tensors, where the arithmetic
-is negligible and the time is the framework's bookkeeping: tensor creation, dtype and
-shape checks, graph recording, the backward walk.
+Each case runs the same computation on (16,)-shaped float32 tensors (and a (4, 16)
+matrix), where the arithmetic is negligible and the time is the framework's bookkeeping:
+tensor creation, dtype and shape checks, graph recording, the backward walk. NumPy's
+column is the same arithmetic written by hand, gradients included.
+
+Two tables: calls alternating between the frameworks one by one (each call starts with
+caches the other framework has just used: the pessimistic figure), and in blocks of
+`--block` calls (the steady state of a loop). Both report the median per call.
 """
 from __future__ import annotations
 
@@ -18,38 +23,41 @@ from benchmarks.timing import median_times, print_table
 SHAPE = (16,)
 
 
-def numpy_cases(rng):
-    a, b, g = (rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3))
+def inputs(seed: int = 0) -> dict:
+    """The arrays every framework's cases start from."""
+    rng = np.random.default_rng(seed)
+    shapes = {"a": SHAPE, "b": SHAPE, "g": SHAPE, "w": (4,) + SHAPE}
+    return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+def numpy_cases(arrays: dict) -> dict:
+    a, b, g, w = arrays["a"], arrays["b"], arrays["g"], arrays["w"]
 
     def add_mul_forward():
         return (a + b) * b
 
     def add_mul_forward_backward():
         s = a + b
-        out = s * b
         grad_s = g * b
-        return out, grad_s, g * s + grad_s  # d/da, d/db
+        return s * b, grad_s, g * s + grad_s  # out, d/da, d/db
 
-    def linear_relu_forward_backward():
-        w = b[:4, None] * a[None, :]  # (4, 16)
+    def matvec_relu_sum_forward_backward():
         h = w @ a
-        out = np.maximum(h, 0)
-        grad_h = (out > 0) * 1.0
-        return out, np.outer(grad_h, a), w.T @ grad_h
+        grad_h = (h > 0).astype(np.float32)
+        return np.maximum(h, 0).sum(), np.outer(grad_h, a), grad_h @ w  # out, d/dw, d/da
 
     return {
         "add+mul forward (no grad)": add_mul_forward,
         "add+mul forward+backward": add_mul_forward_backward,
-        "matvec+relu+sum forward+backward": linear_relu_forward_backward,
+        "matvec+relu+sum forward+backward": matvec_relu_sum_forward_backward,
     }
 
 
-def framework_cases(lib, rng):
-    """The same cases written once against the shared torch/minigrad API."""
-    make = lambda *s: lib.tensor(rng.standard_normal(s).astype(np.float32))  # noqa: E731
-    a, b, g = make(*SHAPE), make(*SHAPE), make(*SHAPE)
-    a_leaf, b_leaf = make(*SHAPE).requires_grad_(), make(*SHAPE).requires_grad_()
-    w_leaf = make(4, 16).requires_grad_()
+def framework_cases(lib, arrays: dict) -> dict:
+    """The same cases written once against the shared torch/minigrad API; each returns
+    what NumPy's twin returns."""
+    a, b, g = (lib.tensor(arrays[name]) for name in "abg")
+    a_leaf, b_leaf, w_leaf = (lib.tensor(arrays[name]).requires_grad_() for name in "abw")
 
     def add_mul_forward():
         with lib.no_grad():
@@ -57,44 +65,61 @@ def framework_cases(lib, rng):
 
     def add_mul_forward_backward():
         a_leaf.grad = b_leaf.grad = None
-        ((a_leaf + b_leaf) * b_leaf).backward(g)
+        out = (a_leaf + b_leaf) * b_leaf
+        out.backward(g)
+        return out, a_leaf.grad, b_leaf.grad
 
-    def linear_relu_forward_backward():
+    def matvec_relu_sum_forward_backward():
         w_leaf.grad = a_leaf.grad = None
-        (w_leaf @ a_leaf).relu().sum().backward()
+        out = (w_leaf @ a_leaf).relu().sum()
+        out.backward()
+        return out, w_leaf.grad, a_leaf.grad
 
     return {
         "add+mul forward (no grad)": add_mul_forward,
         "add+mul forward+backward": add_mul_forward_backward,
-        "matvec+relu+sum forward+backward": linear_relu_forward_backward,
+        "matvec+relu+sum forward+backward": matvec_relu_sum_forward_backward,
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=2000)
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    contenders = {"numpy": numpy_cases(rng), "minigrad": framework_cases(mg, rng)}
+def contenders() -> dict:
+    found = {"numpy": numpy_cases(inputs()), "minigrad": framework_cases(mg, inputs())}
     try:
         import torch
 
         torch.set_num_threads(1)
-        contenders["torch"] = framework_cases(torch, rng)
+        found["torch"] = framework_cases(torch, inputs())
     except ImportError:
         print("(PyTorch not installed: its column is left out)")
+    return found
+
+
+def table(found: dict, repeats: int, block: int) -> None:
     rows = []
-    for case in contenders["numpy"]:
-        timings = median_times({name: c[case] for name, c in contenders.items()},
-                               repeats=args.repeats)
-        row = [case] + [f"{timings[name] * 1e6:.1f}" for name in contenders]
+    for case in found["numpy"]:
+        timings = median_times({name: cases[case] for name, cases in found.items()},
+                               repeats=repeats, inner=block)
+        row = [case] + [f"{timings[name] * 1e6:.1f}" for name in found]
         if "torch" in timings:
             row.append(f"{timings['minigrad'] / timings['torch']:.2f}")
         rows.append(row)
-    headers = ["case (shape (16,), float32)"] + [f"{n} us" for n in contenders]
-    if "torch" in contenders:
+    headers = ["case (shape (16,), float32)"] + [f"{name} us" for name in found]
+    if "torch" in found:
         headers.append("minigrad/torch")
     print_table(headers, rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2000, help="alternating rounds")
+    parser.add_argument("--block", type=int, default=50, help="calls per block")
+    args = parser.parse_args()
+    found = contenders()
+    print("Alternating every call (median of", args.repeats, "rounds):")
+    table(found, args.repeats, 1)
+    print(f"\nIn blocks of {args.block} calls (median of {max(args.repeats // args.block, 20)} "
+          "rounds):")
+    table(found, max(args.repeats // args.block, 20), args.block)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,24 @@
-"""One Transformer training step (forward, backward, Adam): minigrad vs PyTorch.
+"""One Transformer training step (forward, backward, Adam): minigrad vs PyTorch vs tinygrad.
 
     python -m benchmarks.bench_train                       # CPU, all configurations
     python -m benchmarks.bench_train --config issue --steps 30
+    python -m benchmarks.bench_train --framework minigrad --framework torch
     python -m benchmarks.bench_train --device gpu          # CuPy (and PyTorch CUDA)
 
-Both frameworks build the same model (token embeddings scaled by sqrt(d_model),
-sinusoidal positions, post-norm encoder-decoder, final Linear), start from the same
-weights' shapes, see the same batch and use Adam(0.9, 0.98, 1e-9) with label-smoothed
-cross-entropy. Steps alternate between the frameworks after a warm-up, and the table
-reports medians. Peak memory is measured in a separate child process per framework:
-the growth of the resident set from before the model is built to the peak of three
-steps (after a tiny warm-up run that loads compiled kernels and thread pools).
+Every framework builds the same model (token embeddings scaled by sqrt(d_model),
+sinusoidal positions, post-norm encoder-decoder, final Linear; see benchmarks/rivals/ for
+the PyTorch and tinygrad versions), sees the same batch and uses Adam(0.9, 0.98, 1e-9)
+with label-smoothed cross-entropy. The rivals run when installed (tinygrad twice: eager,
+and its TinyJit replay). Steps alternate between the frameworks after a warm-up, and the
+table reports medians. Peak memory is measured in a separate child process per framework:
+the growth of the resident set from before the model is built to the peak of three steps
+(after a tiny warm-up run that loads compiled kernels and thread pools).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-import math
 import resource
 import subprocess
 import sys
@@ -69,10 +71,10 @@ def make_batch(config: Config, seed: int = 0):
     return src, tgt
 
 
-# ----------------------------------------------------------------------------- minigrad
+# ----------------------------------------------------------------------------- frameworks
 
 
-def minigrad_step_fn(config: Config, device: str):
+def minigrad_step_fn(config: Config, batch, device: str):
     import minigrad as mg
     import minigrad.nn.functional as F
     from models import Transformer
@@ -82,7 +84,7 @@ def minigrad_step_fn(config: Config, device: str):
                         num_encoder_layers=config.layers, num_decoder_layers=config.layers,
                         dim_feedforward=config.ff, dropout=config.dropout).to(device)
     optimizer = mg.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    src_np, tgt_np = make_batch(config)
+    src_np, tgt_np = batch
     src = mg.tensor(src_np, device=device)
     tgt_in = mg.tensor(tgt_np[:, :-1], device=device)
     tgt_out = mg.tensor(tgt_np[:, 1:], device=device)
@@ -95,90 +97,57 @@ def minigrad_step_fn(config: Config, device: str):
                                ignore_index=0, label_smoothing=0.1)
         loss.backward()
         optimizer.step()
-        value = loss.item()  # forces the device to finish, like a real loop's logging
-        return value
+        return loss.item()  # forces the device to finish, like a real loop's logging
 
     return step
 
 
-# ----------------------------------------------------------------------------- torch
+def torch_step_fn(config: Config, batch, device: str):
+    from benchmarks.rivals import torch_model
+
+    return torch_model.step_fn(config, batch, device)
 
 
-def torch_step_fn(config: Config, device: str):
-    import torch
-    from torch import nn
+def tinygrad_step_fn(config: Config, batch, device: str, jit: bool = False):
+    from benchmarks.rivals import tinygrad_model
 
-    torch.manual_seed(0)
-    torch_device = "cuda" if device == "gpu" else "cpu"
-
-    class TorchTranslationModel(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.src_embed = nn.Embedding(config.vocab, config.d_model)
-            self.tgt_embed = nn.Embedding(config.vocab, config.d_model)
-            self.transformer = nn.Transformer(
-                config.d_model, config.nhead, config.layers, config.layers, config.ff,
-                config.dropout, batch_first=True)
-            self.out = nn.Linear(config.d_model, config.vocab)
-            position = torch.arange(512).unsqueeze(1)
-            div = torch.exp(torch.arange(0, config.d_model, 2) * (-math.log(10000.0)
-                                                                   / config.d_model))
-            pe = torch.zeros(512, config.d_model)
-            pe[:, 0::2] = torch.sin(position * div)
-            pe[:, 1::2] = torch.cos(position * div)
-            self.register_buffer("pe", pe)
-
-        def embed(self, table, ids):
-            return table(ids) * math.sqrt(config.d_model) + self.pe[: ids.shape[1]]
-
-        def forward(self, src, tgt):
-            # bool like the padding masks (True = blocked): mixed mask types make torch
-            # warn and take a slower path
-            length = tgt.shape[1]
-            causal = torch.ones(length, length, dtype=torch.bool, device=tgt.device).triu(1)
-            hidden = self.transformer(
-                self.embed(self.src_embed, src), self.embed(self.tgt_embed, tgt),
-                tgt_mask=causal, src_key_padding_mask=src == 0,
-                tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0)
-            return self.out(hidden)
-
-    model = TorchTranslationModel().to(torch_device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
-    src_np, tgt_np = make_batch(config)
-    src = torch.tensor(src_np, device=torch_device)
-    tgt_in = torch.tensor(tgt_np[:, :-1], device=torch_device)
-    tgt_out = torch.tensor(tgt_np[:, 1:], device=torch_device)
-    model.train()
-
-    def step() -> float:
-        optimizer.zero_grad()
-        logits = model(src, tgt_in)
-        loss = loss_fn(logits.reshape(-1, config.vocab), tgt_out.reshape(-1))
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
-    return step
+    return tinygrad_model.step_fn(config, batch, jit)
 
 
-FRAMEWORKS = {"minigrad": minigrad_step_fn, "torch": torch_step_fn}
+# name -> (the rival's module in benchmarks/rivals, or None for minigrad; step factory)
+FRAMEWORKS = {
+    "minigrad": (None, minigrad_step_fn),
+    "torch": ("torch_model", torch_step_fn),
+    "tinygrad": ("tinygrad_model", tinygrad_step_fn),
+    "tinygrad-jit": ("tinygrad_model",
+                     lambda config, batch, device: tinygrad_step_fn(config, batch, device, True)),
+}
 
 
-def torch_available(device: str) -> bool:
+def installed(name: str, device: str) -> bool:
+    """True when `name` can run here: minigrad always, a rival when its library imports."""
+    module = FRAMEWORKS[name][0]
+    if module is None:
+        return True
     try:
-        import torch
+        rival = importlib.import_module(f"benchmarks.rivals.{module}")
     except ImportError:
         return False
-    return device == "cpu" or torch.cuda.is_available()
+    return rival.available(device)
+
+
+def make_step(name: str, config: Config, device: str):
+    return FRAMEWORKS[name][1](config, make_batch(config), device)
 
 
 # ----------------------------------------------------------------------------- measuring
 
 
 def time_steps(config: Config, device: str, frameworks: list, warmup: int = 3) -> dict:
-    """Median seconds per step of each framework, steps alternating between them."""
-    steps = {name: FRAMEWORKS[name](config, device) for name in frameworks}
+    """Median seconds per step of each framework, steps alternating between them. (Three
+    warm-up steps: tinygrad's TinyJit records on the second call and replays from the
+    third.)"""
+    steps = {name: make_step(name, config, device) for name in frameworks}
     for step in steps.values():
         for _ in range(warmup):
             step()
@@ -209,11 +178,12 @@ def _peak_resident_bytes() -> int:
 def child_peak_memory(config: Config, device: str, framework: str) -> None:
     """(In a child process) print the resident-set growth of training: model, optimizer
     state and activations. A tiny warm-up run first loads what every process loads once
-    (Numba and its cached kernels, PyTorch's thread pools), so it is not counted."""
+    (Numba and its cached kernels, PyTorch's thread pools, tinygrad's compiler), so it is
+    not counted."""
     import gc
 
     tiny = Config(**{**asdict(config), "batch": 2, "length": 4})
-    warm_step = FRAMEWORKS[framework](tiny, device)
+    warm_step = make_step(framework, tiny, device)
     if framework == "minigrad":
         from minigrad import kernels
 
@@ -224,7 +194,7 @@ def child_peak_memory(config: Config, device: str, framework: str) -> None:
     del warm_step
     gc.collect()
     before = _resident_bytes()
-    step = FRAMEWORKS[framework](config, device)
+    step = make_step(framework, config, device)
     for _ in range(3):
         step()
     peak = _peak_resident_bytes()
@@ -240,12 +210,33 @@ def peak_memory(config: Config, device: str, framework: str) -> int | None:
     return json.loads(result.stdout.strip().splitlines()[-1])["peak_growth"]
 
 
+def table_rows(config: Config, times: dict, memory: dict) -> list:
+    """One row per framework; the ratios are minigrad's figure over that framework's."""
+    tokens = config.batch * config.length
+    shape = f"{config.d_model}/{config.layers}+{config.layers}/b{config.batch}xL{config.length}"
+    rows = []
+    for name, seconds in times.items():
+        mem = memory.get(name)
+        mem_ratio = "-"
+        if mem and memory.get("minigrad") is not None and name != "minigrad":
+            mem_ratio = f"{memory['minigrad'] / mem:.2f}"
+        rows.append([
+            config.name, shape, name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:,.0f}",
+            "-" if name == "minigrad" else f"{times['minigrad'] / seconds:.2f}",
+            "-" if mem is None else f"{mem / 2**20:.0f}", mem_ratio,
+        ])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--config", action="append",
                         choices=["issue", "toy_translate", "paper-base"],
                         help="configurations to run (default: all)")
+    parser.add_argument("--framework", action="append", choices=list(FRAMEWORKS),
+                        help="frameworks to run (default: minigrad and every installed "
+                             "rival)")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per framework")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory children")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
@@ -259,39 +250,25 @@ def main() -> None:
     configs = dict(CONFIGS)
     if "toy_translate" in names:
         configs["toy_translate"] = toy_translate_config()
-    frameworks = ["minigrad"] + (["torch"] if torch_available(args.device) else [])
+    requested = args.framework or list(FRAMEWORKS)
+    frameworks = ["minigrad"] + [
+        f for f in requested if f != "minigrad" and installed(f, args.device)]
+    if args.framework:
+        for missing in sorted(set(requested) - set(frameworks)):
+            print(f"({missing} is not installed for {args.device}: left out)", file=sys.stderr)
     rows = []
     for name in names:
         config = configs[name]
         if args.steps:
             config = Config(**{**asdict(config), "steps": args.steps})
         times = time_steps(config, args.device, frameworks)
-        tokens = config.batch * config.length
         memory = {} if args.no_memory else {
             f: peak_memory(config, args.device, f) for f in frameworks}
-        row = [name, f"{config.d_model}/{config.layers}+{config.layers}/b{config.batch}"
-               f"xL{config.length}"]
-        for f in frameworks:
-            row += [f"{times[f] * 1e3:.1f}", f"{tokens / times[f]:,.0f}"]
-        if "torch" in times:
-            row.append(f"{times['minigrad'] / times['torch']:.2f}")
-        for f in frameworks:
-            mem = memory.get(f)
-            row.append("-" if mem is None else f"{mem / 2**20:.0f}")
-        if "torch" in memory and memory.get("torch"):
-            row.append(f"{memory['minigrad'] / memory['torch']:.2f}")
-        rows.append(row)
+        rows += table_rows(config, times, memory)
         print(f"[{name}] done", file=sys.stderr)
-    headers = ["config", "d_model/layers/batch"]
-    for f in frameworks:
-        headers += [f"{f} ms/step", f"{f} tok/s"]
-    if "torch" in frameworks:
-        headers.append("time ratio")
-    headers += [f"{f} step peak MiB" for f in frameworks]
-    if "torch" in frameworks and not args.no_memory and args.device == "cpu":
-        headers.append("memory ratio")
     print(f"device: {args.device}")
-    print_table(headers, rows)
+    print_table(["config", "d_model/layers/batch", "framework", "ms/step", "target tok/s",
+                 "minigrad/this time", "step peak MiB", "minigrad/this memory"], rows)
 
 
 if __name__ == "__main__":

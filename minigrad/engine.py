@@ -211,7 +211,8 @@ def _check_finite(node: Function, grads: tuple) -> None:
 
 
 def backward(tensor: Tensor, gradient=None, retain_graph=None, create_graph=False) -> None:
-    """Accumulate d(tensor)/d(leaf) into every leaf's `.grad` (see Tensor.backward)."""
+    """Accumulate d(tensor)/d(leaf) into the `.grad` of every leaf that requires grad.
+    (Also Tensor.backward: `tensor.backward(gradient, retain_graph, create_graph)`.)"""
     if not tensor._requires_grad:
         raise RuntimeError(
             "backward(): element 0 of tensors does not require grad and does not have a "

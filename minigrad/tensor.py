@@ -40,10 +40,11 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
-    @classmethod
-    def _wrap(cls, data, grad_fn, version=None) -> Tensor:
-        """Fast constructor for op outputs: no checks, no copies."""
-        t = object.__new__(cls)
+    @staticmethod
+    def _wrap(data, grad_fn, version=None) -> Tensor:
+        """Fast constructor for op outputs: no checks, no copies. (A staticmethod: calling
+        a classmethod binds a new method object every time.)"""
+        t = object.__new__(Tensor)
         t.data = data
         t.grad_fn = grad_fn
         t._requires_grad = grad_fn is not None
@@ -132,10 +133,6 @@ class Tensor:
             )
         self._requires_grad = bool(requires_grad)
         return self
-
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False) -> None:
-        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad."""
-        _autograd.backward(self, gradient, retain_graph, create_graph)
 
     def detach(self) -> Tensor:
         """The same array, cut from the graph (shares memory and version counter)."""
@@ -487,3 +484,5 @@ Tensor.__gt__ = _ops.gt
 Tensor.__ge__ = _ops.ge
 Tensor.__and__ = _ops.logical_and
 Tensor.__or__ = _ops.logical_or
+# x.backward(...) is the engine's backward itself, for the same reason
+Tensor.backward = _autograd.backward
