@@ -75,6 +75,20 @@ def test_reshape_to_invalid_shape():
 
 
 @pytest.mark.parametrize("call, op", [
+    (lambda t: t.reshape(3, 2.0), "reshape"),
+    (lambda t: t.expand(2.5, 3), "expand"),
+    (lambda t: t.permute(1.0, 0), "permute"),
+])
+def test_float_sizes_are_rejected_not_truncated(call, op):
+    with raises(TypeError, op, "integers", "float"):
+        call(ones(2, 3))
+
+
+def test_integer_like_sizes_are_accepted():
+    assert ones(2, 3).reshape(np.int64(3), mg.tensor(2)).shape == (3, 2)
+
+
+@pytest.mark.parametrize("call, op", [
     (lambda t: t.sum(2), "sum"),
     (lambda t: t.mean(-3), "mean"),
     (lambda t: t.softmax(3), "softmax"),
