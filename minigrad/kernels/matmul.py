@@ -45,7 +45,7 @@ def _use_kernel(a, b) -> bool:
         return False  # the twin raises NumPy's error for these
     if a.size == 0 or b.size == 0:
         return False
-    return forced() or (a.ndim >= 2 and b.ndim >= 3 and _batched_kernel_pays(a, b))
+    return forced() or _batched_kernel_pays(a, b)
 
 
 def _batched_kernel_pays(a, b) -> bool:

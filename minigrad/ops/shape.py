@@ -166,9 +166,7 @@ def expand(x: Tensor, sizes) -> Tensor:
                 f"expand: cannot expand shape {tuple(x.shape)} to {shape}: dim {i} has "
                 f"size {n}, expected 1 or {shape[leading + i]}"
             )
-    if shape == x.shape:
-        return x
-    return Expand.apply(x, shape=shape)
+    return broadcast_to(x, shape)
 
 
 def broadcast_to(x: Tensor, shape: tuple) -> Tensor:
