@@ -26,11 +26,15 @@ def run_backward(
     Leaves accumulate into `.grad`, unless `capture` (id(tensor) -> None) is given: then
     the gradients of exactly those tensors are stored in it and no `.grad` changes.
     """
-    order_deps = _count_dependencies(roots)
+    order_deps, leaf_deps = _count_dependencies(roots)
     grads: dict[Function, Tensor] = {}
-    # leaf gradients are summed over the whole walk, so that leaf hooks and .grad see the
-    # total once (as PyTorch's AccumulateGrad does), not one call per path
+    # a leaf's gradient is summed over every path that reaches it and delivered once, as
+    # soon as the last path is done (as PyTorch's AccumulateGrad does): hooks and .grad see
+    # the total, and a data-parallel hook can start sending it while backward goes on
     leaf_grads: dict[int, list] = {}
+    borrowed = set()  # the caller's arrays, which a leaf's .grad must not alias
+    for g in root_grads:
+        borrowed.add(id(g.data))
     instrumented = STATE.profiler is not None or STATE.anomaly
     previous_mode = STATE.grad_enabled
     STATE.grad_enabled = create_graph
@@ -38,6 +42,7 @@ def run_backward(
         for root, grad in zip(roots, root_grads):
             if root.grad_fn is None:
                 _add_leaf_grad(leaf_grads, root, grad)
+                _leaf_path_done(leaf_grads, leaf_deps, root, capture, borrowed)
             else:
                 previous = grads.get(root.grad_fn)
                 grads[root.grad_fn] = grad if previous is None else _accumulate(previous, grad)
@@ -74,6 +79,7 @@ def run_backward(
                 if parent is None:
                     if g is not None:
                         _add_leaf_grad(leaf_grads, inp, g)
+                    _leaf_path_done(leaf_grads, leaf_deps, inp, capture, borrowed)
                     continue
                 if g is not None:
                     previous = grads.get(parent)
@@ -82,23 +88,24 @@ def run_backward(
                 order_deps[parent] = remaining
                 if remaining == 0:
                     ready.append(parent)
-        borrowed = set()  # the caller's arrays
-        for g in root_grads:
-            borrowed.add(id(g.data))
-        for leaf, g in leaf_grads.values():
+        for leaf, g in leaf_grads.values():  # leaves of nodes that were never reached
             _deliver_to_leaf(leaf, g, capture, borrowed)
     finally:
         STATE.grad_enabled = previous_mode
 
 
-def _count_dependencies(roots) -> dict:
+def _count_dependencies(roots) -> tuple[dict, dict]:
     """For every node reachable from the roots: how many reachable nodes consume it (0 for
-    the roots' own nodes, unless another root's graph consumes them)."""
+    the roots' own nodes, unless another root's graph consumes them); and for every leaf
+    (by id): how many paths end in it (roots that are leaves included)."""
     deps: dict[Function, int] = {}
+    leaf_deps: dict[int, int] = {}
     stack = []
     for root in roots:
         node = root.grad_fn
-        if node is not None and node not in deps:
+        if node is None:
+            leaf_deps[id(root)] = leaf_deps.get(id(root), 0) + 1
+        elif node not in deps:
             deps[node] = 0
             stack.append(node)
     while stack:
@@ -106,12 +113,14 @@ def _count_dependencies(roots) -> dict:
         for inp, needs in zip(node.inputs, node.needs_input_grad):
             if needs:
                 parent = inp.grad_fn
-                if parent is not None:
-                    count = deps.get(parent)
-                    if count is None:  # first visit
-                        stack.append(parent)
-                    deps[parent] = 1 if count is None else count + 1
-    return deps
+                if parent is None:
+                    leaf_deps[id(inp)] = leaf_deps.get(id(inp), 0) + 1
+                    continue
+                count = deps.get(parent)
+                if count is None:  # first visit
+                    stack.append(parent)
+                deps[parent] = 1 if count is None else count + 1
+    return deps, leaf_deps
 
 
 def _instrumented_backward(node: Function, grad: Tensor) -> tuple:
@@ -155,6 +164,18 @@ def _add_leaf_grad(leaf_grads: dict, leaf: Tensor, grad: Tensor) -> None:
         entry[1] = _accumulate(entry[1], grad)
 
 
+def _leaf_path_done(leaf_grads: dict, leaf_deps: dict, leaf: Tensor, capture,
+                    borrowed: set) -> None:
+    """One path into `leaf` is finished; deliver its summed gradient after the last one."""
+    key = id(leaf)
+    remaining = leaf_deps[key] - 1
+    leaf_deps[key] = remaining
+    if remaining == 0:
+        entry = leaf_grads.pop(key, None)
+        if entry is not None:
+            _deliver_to_leaf(entry[0], entry[1], capture, borrowed)
+
+
 def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None:
     for hook in leaf._hooks or ():
         replaced = hook(grad)
@@ -175,6 +196,8 @@ def _deliver_to_leaf(leaf: Tensor, grad: Tensor, capture, borrowed: set) -> None
         leaf.grad = grad
     else:
         leaf.grad = _accumulate(leaf.grad, grad)
+    for hook in leaf._post_accumulate_hooks or ():
+        hook(leaf)
 
 
 def _run_output_hooks(node: Function, grad: Tensor, capture) -> Tensor:

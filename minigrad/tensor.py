@@ -25,6 +25,7 @@ class Tensor:
     # rarely set, so class-level defaults: op outputs skip two attribute writes
     grad = None
     _hooks = None
+    _post_accumulate_hooks = None
 
     # make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__)
     __array_priority__ = 1000
@@ -155,6 +156,21 @@ class Tensor:
             owner._hooks = []
         owner._hooks.append(hook)
         return _HookHandle(owner._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call `hook(tensor)` on a leaf right after backward has accumulated its `.grad`
+        (as soon as every path into it is done, while the rest of backward goes on).
+        Returns a handle with `.remove()`."""
+        if self.grad_fn is not None:
+            raise RuntimeError("register_post_accumulate_grad_hook: only leaf tensors "
+                               "accumulate gradients; use register_hook on a non-leaf")
+        if not self._requires_grad:
+            raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook "
+                               "on a tensor that does not require grad")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = []
+        self._post_accumulate_hooks.append(hook)
+        return _HookHandle(self._post_accumulate_hooks, hook)
 
     # ------------------------------------------------------------------ conversion
     def numpy(self) -> np.ndarray:

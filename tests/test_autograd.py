@@ -372,3 +372,43 @@ def test_in_place_change_of_a_gathered_copy_leaves_the_source_usable():
     y.backward()
     np.testing.assert_allclose(w.grad.numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_allclose(x.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_post_accumulate_hook_runs_once_per_leaf_before_backward_ends():
+    x = vector([1.0, 2.0])
+    w = vector([3.0, 4.0])
+    order = []
+    x.register_post_accumulate_grad_hook(lambda t: order.append(("x", t.grad.numpy().copy())))
+    handle = w.register_post_accumulate_grad_hook(lambda t: order.append(("w", None)))
+    # w is used twice (two paths), x once, deep in the graph: x's hook sees the full sum
+    y = (x * w + w).exp()
+    y.sum().backward()
+    assert [name for name, _ in order].count("x") == 1
+    assert [name for name, _ in order].count("w") == 1
+    np.testing.assert_allclose(order[[n for n, _ in order].index("x")][1],
+                               np.exp([6.0, 12.0]) * [3.0, 4.0], rtol=1e-6)
+    handle.remove()
+    (x * w).sum().backward()
+    assert [name for name, _ in order].count("w") == 1
+
+
+def test_post_accumulate_hook_fires_before_unrelated_work_finishes():
+    # the first layer's weight is complete only at the end; the last layer's long before
+    first = vector([0.5, -0.5])
+    last = vector([2.0, 1.0])
+    done = []
+    first.register_post_accumulate_grad_hook(lambda t: done.append("first"))
+    last.register_post_accumulate_grad_hook(lambda t: done.append("last"))
+    h = first
+    for _ in range(5):
+        h = (h * 1.5).tanh()
+    (h * last).sum().backward()
+    assert done == ["last", "first"]
+
+
+def test_post_accumulate_hook_only_on_leaves_that_require_grad():
+    x = vector([1.0])
+    with pytest.raises(RuntimeError, match="only leaf tensors"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        vector([1.0], requires_grad=False).register_post_accumulate_grad_hook(lambda t: None)
