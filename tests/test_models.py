@@ -8,7 +8,7 @@ import pytest
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import optim
-from minigrad.gradcheck import gradcheck
+from minigrad.autograd import gradcheck
 from models import MultiHeadAttention, PositionalEncoding, Transformer
 
 PAD, BOS, EOS = 0, 1, 2

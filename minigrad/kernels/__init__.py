@@ -27,7 +27,7 @@ and compiles nothing: minigrad.kernels.cpu is imported on the first kernel call,
 """
 
 from minigrad.kernels.cross_entropy import cross_entropy, cross_entropy_backward
-from minigrad.kernels.layer_norm import layer_norm, layer_norm_backward
+from minigrad.kernels.layer_norm import layer_norm, layer_norm_backward, layer_norm_weight_grad
 from minigrad.kernels.matmul import matmul
 from minigrad.kernels.mode import get_mode, mode, set_mode
 from minigrad.kernels.softmax import (
@@ -45,6 +45,7 @@ __all__ = [
     "matmul",
     "layer_norm",
     "layer_norm_backward",
+    "layer_norm_weight_grad",
     "cross_entropy",
     "cross_entropy_backward",
     "get_mode",

@@ -79,3 +79,8 @@ def layer_norm_backward(g, x, mean, rstd, weight, num_dims: int):
     shape = x.shape[x.ndim - num_dims :]
     dweight = dweight_parts.sum(axis=0).reshape(shape)
     return dx.reshape(x.shape), dweight, dbias_parts.sum(axis=0).reshape(shape)
+
+
+def layer_norm_weight_grad(g, x, mean, rstd, num_dims: int):
+    """dweight = sum over the leading dims of g * xhat, xhat = (x - mean) * rstd."""
+    return reference.layer_norm_weight_grad(g, x, mean, rstd, num_dims)

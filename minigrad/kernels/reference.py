@@ -84,6 +84,12 @@ def layer_norm_backward(g, x, mean, rstd, weight, num_dims: int):
     return dx, (g * xhat).sum(axis=leading), g.sum(axis=leading)
 
 
+def layer_norm_weight_grad(g, x, mean, rstd, num_dims: int):
+    """dweight = sum over the leading dims of g * xhat, xhat = (x - mean) * rstd."""
+    leading = tuple(range(x.ndim - num_dims))
+    return (g * ((x - mean) * rstd)).sum(axis=leading)
+
+
 def _count(shape, dims) -> int:
     count = 1
     for dim in dims:

@@ -1,22 +1,27 @@
 """Turning op arguments into tensors: Python scalars, arrays and type promotion."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minigrad import dtypes
-from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 def as_tensor_like(value, like: Tensor, dtype: dtypes.dtype | None = None) -> Tensor:
     """`value` (scalar, array or tensor) as a tensor on `like`'s device."""
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         return value
     dtype = dtype or like.dtype
-    return Tensor._wrap(like.xp.asarray(value, dtype=dtype.np), None)
+    return like._wrap(like.xp.asarray(value, dtype=dtype.np))
 
 
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     """Both operands as tensors of the promoted dtype (PyTorch's rules, see dtypes.py)."""
-    a_is_tensor = isinstance(a, Tensor)
-    b_is_tensor = isinstance(b, Tensor)
+    a_is_tensor = isinstance(a, TensorBase)
+    b_is_tensor = isinstance(b, TensorBase)
     if a_is_tensor and b_is_tensor:
         if a.data.dtype is b.data.dtype or a.data.dtype == b.data.dtype:
             return a, b

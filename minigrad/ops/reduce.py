@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.ops.operands import normalize_dim, normalize_dims
 from minigrad.ops.shape import broadcast_to
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -38,7 +41,7 @@ class Amax(Function):
         (x,) = self.saved
         is_extreme = x.data == self.extreme
         share = is_extreme / is_extreme.sum(axis=self.dims, keepdims=True)
-        share = Tensor._wrap(share.astype(x.data.dtype, copy=False), None)
+        share = x._wrap(share.astype(x.data.dtype, copy=False))
         return broadcast_to(grad.reshape(self.extreme.shape), x.shape) * share
 
 
@@ -104,7 +107,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     dims = normalize_dims(dim, x.ndim, "logsumexp")
     xp = x.xp
     shift = x.data.max(axis=dims, keepdims=True)
-    shift = Tensor._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.data.dtype), None)
+    shift = x._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.data.dtype))
     out = sum((x - shift).exp(), dims, keepdim=True).log() + shift
     return out if keepdim else out.reshape(*_reduced_shape(x.shape, dims))
 
@@ -136,10 +139,10 @@ def _arg_extreme(x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
     if dim is None:
         index = getattr(xp, op)(x.data.reshape(-1))
         shape = (1,) * x.ndim if keepdim else ()
-        return Tensor._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape), None)
+        return x._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape))
     axis = normalize_dim(dim, x.ndim, op)
     index = getattr(xp, op)(x.data, axis=axis, keepdims=keepdim)
-    return Tensor._wrap(xp.asarray(index, dtype=xp.int64), None)  # 0-d gives a scalar
+    return x._wrap(xp.asarray(index, dtype=xp.int64))  # 0-d gives a scalar
 
 
 def _check_nonempty(x: Tensor, op: str) -> None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 import operator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import normalize_dim
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class Reshape(Function):

@@ -3,11 +3,14 @@ that is cheaper (exp, sqrt, tanh, sigmoid)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.backend.special import erf as _erf_array
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class Exp(Function):
@@ -70,7 +73,7 @@ class Abs(Function):
 
     def backward(self, grad):
         (x,) = self.saved
-        return grad * Tensor._wrap(x.xp.sign(x.data), None)
+        return grad * x._wrap(x.xp.sign(x.data))
 
 
 class Tanh(Function):
@@ -215,7 +218,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
 
 def _mask_like(mask, grad: Tensor) -> Tensor:
     """A bool mask as a constant tensor of grad's dtype (no cast op in the graph)."""
-    return Tensor._wrap(mask.astype(grad.data.dtype), None)
+    return grad._wrap(mask.astype(grad.data.dtype))
 
 
 def _floating(x: Tensor) -> Tensor:

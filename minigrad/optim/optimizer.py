@@ -7,7 +7,7 @@ import copy
 from minigrad.autograd import no_grad
 from minigrad.backend import to_device
 from minigrad.nn.utils import zero_grads
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 
 class Optimizer:
@@ -75,7 +75,7 @@ class Optimizer:
             groups.append(packed)
         state = {
             index_of[id(param)]: {
-                name: Tensor._wrap(value, None) if hasattr(value, "shape") else value
+                name: constant(value) if hasattr(value, "shape") else value
                 for name, value in entries.items()
             }
             for param, entries in self.state.items()
