@@ -211,49 +211,28 @@ class Tensor(TensorBase):
         return self.dtype.is_floating_point
 
     # ------------------------------------------------------------------ arithmetic
+    # An operator is the op function itself: `a + b` calls ops.add(a, b) directly.
     # Comparisons are elementwise, as in PyTorch, so a tensor hashes by identity.
-    def __add__(self, other):
-        return ops.add(self, other)
+    __add__ = ops.add
+    __sub__ = ops.sub
+    __mul__ = ops.mul
+    __truediv__ = ops.div
+    __pow__ = ops.pow
+    __matmul__ = ops.matmul
+    __eq__ = ops.eq
+    __ne__ = ops.ne
+    __lt__ = ops.lt
+    __le__ = ops.le
+    __gt__ = ops.gt
+    __ge__ = ops.ge
+    __and__ = ops.logical_and
+    __or__ = ops.logical_or
+    __neg__ = ops.neg
+    __invert__ = ops.logical_not
+    __getitem__ = ops.getitem
+    __setitem__ = ops.setitem_
 
-    def __sub__(self, other):
-        return ops.sub(self, other)
-
-    def __mul__(self, other):
-        return ops.mul(self, other)
-
-    def __truediv__(self, other):
-        return ops.div(self, other)
-
-    def __pow__(self, other):
-        return ops.pow(self, other)
-
-    def __matmul__(self, other):
-        return ops.matmul(self, other)
-
-    def __eq__(self, other):
-        return ops.eq(self, other)
-
-    def __ne__(self, other):
-        return ops.ne(self, other)
-
-    def __lt__(self, other):
-        return ops.lt(self, other)
-
-    def __le__(self, other):
-        return ops.le(self, other)
-
-    def __gt__(self, other):
-        return ops.gt(self, other)
-
-    def __ge__(self, other):
-        return ops.ge(self, other)
-
-    def __and__(self, other):
-        return ops.logical_and(self, other)
-
-    def __or__(self, other):
-        return ops.logical_or(self, other)
-
+    # the reflected operators swap the operands
     def __radd__(self, other):
         return ops.add(other, self)
 
@@ -272,96 +251,38 @@ class Tensor(TensorBase):
     def __rmatmul__(self, other):
         return ops.matmul(other, self)
 
-    def __neg__(self):
-        return ops.neg(self)
-
-    def __invert__(self):
-        return ops.logical_not(self)
-
     __hash__ = object.__hash__
 
-    def __getitem__(self, index):
-        return ops.getitem(self, index)
-
-    def __setitem__(self, index, value) -> None:
-        ops.setitem_(self, index, value)
-
+    # A method whose arguments are those of the op, self first, is the op function itself:
+    # x.exp() is mg.exp(x), x.sum(1) is mg.sum(x, 1). The others adapt their arguments.
     # ------------------------------------------------------------------ elementwise
-    def exp(self):
-        return ops.exp(self)
-
-    def log(self):
-        return ops.log(self)
-
-    def sqrt(self):
-        return ops.sqrt(self)
-
-    def rsqrt(self):
-        return ops.rsqrt(self)
-
-    def abs(self):
-        return ops.abs(self)
-
-    def tanh(self):
-        return ops.tanh(self)
-
-    def sigmoid(self):
-        return ops.sigmoid(self)
-
-    def relu(self):
-        return ops.relu(self)
-
-    def gelu(self, approximate: str = "none"):
-        return ops.gelu(self, approximate)
-
-    def pow(self, exponent):
-        return ops.pow(self, exponent)
-
-    def clamp(self, min=None, max=None):  # noqa: A002  (torch's names)
-        return ops.clamp(self, min, max)
-
-    def masked_fill(self, mask, value):
-        return ops.masked_fill(self, mask, value)
-
-    def softmax(self, dim: int):
-        return ops.softmax(self, dim)
-
-    def log_softmax(self, dim: int):
-        return ops.log_softmax(self, dim)
-
-    def maximum(self, other):
-        return ops.maximum(self, other)
-
-    def clone(self):
-        return ops.clone(self)
+    exp = ops.exp
+    log = ops.log
+    sqrt = ops.sqrt
+    rsqrt = ops.rsqrt
+    abs = ops.abs
+    tanh = ops.tanh
+    sigmoid = ops.sigmoid
+    relu = ops.relu
+    gelu = ops.gelu
+    pow = ops.pow
+    clamp = ops.clamp
+    masked_fill = ops.masked_fill
+    softmax = ops.softmax
+    log_softmax = ops.log_softmax
+    maximum = ops.maximum
+    clone = ops.clone
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim=None, keepdim: bool = False):
-        return ops.sum(self, dim, keepdim)
-
-    def mean(self, dim=None, keepdim: bool = False):
-        return ops.mean(self, dim, keepdim)
-
-    def max(self, dim=None, keepdim: bool = False):
-        return ops.max(self, dim, keepdim)
-
-    def min(self, dim=None, keepdim: bool = False):
-        return ops.min(self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim: bool = False):
-        return ops.argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim: bool = False):
-        return ops.argmin(self, dim, keepdim)
-
-    def var(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return ops.var(self, dim, unbiased, keepdim, correction)
-
-    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return ops.std(self, dim, unbiased, keepdim, correction)
-
-    def logsumexp(self, dim, keepdim: bool = False):
-        return ops.logsumexp(self, dim, keepdim)
+    sum = ops.sum
+    mean = ops.mean
+    max = ops.max
+    min = ops.min
+    argmax = ops.argmax
+    argmin = ops.argmin
+    var = ops.var
+    std = ops.std
+    logsumexp = ops.logsumexp
 
     # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
@@ -372,29 +293,17 @@ class Tensor(TensorBase):
     def permute(self, *dims):
         return ops.permute(self, dims)
 
-    def transpose(self, dim0: int, dim1: int):
-        return ops.transpose(self, dim0, dim1)
-
-    def unsqueeze(self, dim: int):
-        return ops.unsqueeze(self, dim)
-
-    def squeeze(self, dim=None):
-        return ops.squeeze(self, dim)
+    transpose = ops.transpose
+    unsqueeze = ops.unsqueeze
+    squeeze = ops.squeeze
 
     def expand(self, *sizes):
         return ops.expand(self, sizes)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        return ops.flatten(self, start_dim, end_dim)
-
-    def contiguous(self):
-        return ops.contiguous(self)
-
-    def split(self, split_size, dim: int = 0):
-        return ops.split(self, split_size, dim)
-
-    def chunk(self, chunks: int, dim: int = 0):
-        return ops.chunk(self, chunks, dim)
+    flatten = ops.flatten
+    contiguous = ops.contiguous
+    split = ops.split
+    chunk = ops.chunk
 
     # ------------------------------------------------------------------ in place
     # In-place ops never enter the graph; they bump the version counter, so a backward
