@@ -1,51 +1,22 @@
-"""Learning-rate schedules: LambdaLR, StepLR and NoamLR (the warmup schedule of
-"Attention Is All You Need"). As in PyTorch, building a scheduler sets the lr for the
-first optimizer step, and scheduler.step() after optimizer.step() advances it."""
+"""Learning-rate schedules, PyTorch's torch.optim.lr_scheduler: LambdaLR, StepLR,
+CosineAnnealingLR and NoamLR (the warmup schedule of "Attention Is All You Need"). As in
+PyTorch, building a scheduler sets the lr for the first optimizer step, and
+scheduler.step() after optimizer.step() advances it (see lr_scheduler_base)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+from minigrad.optim.lr_scheduler_base import LRScheduler
 from minigrad.optim.optimizer import Optimizer
 
-
-class LRScheduler:
-    """Base: `get_lr()` returns one lr per param group for epoch/step `last_epoch`."""
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        for group in optimizer.param_groups:
-            if last_epoch == -1:
-                group["initial_lr"] = group["lr"]
-            elif "initial_lr" not in group:
-                raise KeyError("param 'initial_lr' is not set in the optimizer's groups when "
-                               "resuming a scheduler (last_epoch != -1)")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self.step()
-
-    def get_lr(self) -> list[float]:
-        raise NotImplementedError
-
-    def step(self) -> None:
-        self.last_epoch += 1
-        self._last_lr = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, self._last_lr, strict=True):
-            group["lr"] = lr
-
-    def get_last_lr(self) -> list[float]:
-        return list(self._last_lr)
-
-    def state_dict(self) -> dict:
-        """Everything but the optimizer (and functions, which cannot be saved)."""
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("optimizer", "lr_lambdas")}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
+__all__ = ["CosineAnnealingLR", "LRScheduler", "LambdaLR", "NoamLR", "StepLR"]
 
 
 class LambdaLR(LRScheduler):
     """lr = base_lr * lr_lambda(last_epoch) (one function, or one per param group)."""
+
+    _not_saved = ("optimizer", "lr_lambdas")
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
                  last_epoch: int = -1) -> None:
@@ -76,6 +47,29 @@ class StepLR(LRScheduler):
     def get_lr(self) -> list[float]:
         return [base * self.gamma ** (self.last_epoch // self.step_size)
                 for base in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * last_epoch / T_max)) / 2:
+    half a cosine from base_lr down to eta_min over T_max epochs (SGDR without restarts).
+    Past T_max it rises again along the same cosine (period 2 T_max), as PyTorch's does.
+
+    PyTorch updates the lr recursively, scaling the group's current lr by the ratio of
+    consecutive cosine factors; that approximates this closed form (equal up to
+    rounding) as long as nothing else changes the lr between steps."""
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        if T_max <= 0:
+            raise ValueError(f"CosineAnnealingLR: T_max must be a positive number of "
+                             f"epochs, got {T_max}")
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        cosine = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+        return [self.eta_min + (base - self.eta_min) * cosine for base in self.base_lrs]
 
 
 class NoamLR(LRScheduler):
