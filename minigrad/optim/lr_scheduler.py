@@ -1,16 +1,24 @@
 """Learning-rate schedules, PyTorch's torch.optim.lr_scheduler: LambdaLR, StepLR,
-CosineAnnealingLR and NoamLR (the warmup schedule of "Attention Is All You Need"). As in
-PyTorch, building a scheduler sets the lr for the first optimizer step, and
-scheduler.step() after optimizer.step() advances it (see lr_scheduler_base)."""
+LinearLR, CosineAnnealingLR, OneCycleLR, SequentialLR, ReduceLROnPlateau and NoamLR (the
+warmup schedule of "Attention Is All You Need"). As in PyTorch, building a scheduler sets
+the lr for the first optimizer step, and scheduler.step() after optimizer.step() advances
+it (see lr_scheduler_base)."""
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Callable
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 
 from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.lr_scheduler_onecycle import OneCycleLR
+from minigrad.optim.lr_scheduler_plateau import ReduceLROnPlateau
 from minigrad.optim.optimizer import Optimizer
 
-__all__ = ["CosineAnnealingLR", "LRScheduler", "LambdaLR", "NoamLR", "StepLR"]
+__all__ = [
+    "CosineAnnealingLR", "LRScheduler", "LambdaLR", "LinearLR", "NoamLR", "OneCycleLR",
+    "ReduceLROnPlateau", "SequentialLR", "StepLR",
+]
 
 
 class LambdaLR(LRScheduler):
@@ -47,6 +55,32 @@ class StepLR(LRScheduler):
     def get_lr(self) -> list[float]:
         return [base * self.gamma ** (self.last_epoch // self.step_size)
                 for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """lr = base_lr * (start_factor + (end_factor - start_factor) * min(last_epoch,
+    total_iters) / total_iters): a straight line from start_factor * base_lr to
+    end_factor * base_lr over total_iters epochs, then constant (a linear warmup with the
+    defaults of PyTorch's closed form)."""
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
+        if not 0 < start_factor <= 1:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if not 0 <= end_factor <= 1:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        if total_iters < 1:
+            raise ValueError(f"LinearLR: total_iters must be a positive number of epochs, "
+                             f"got {total_iters}")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        factor = self.start_factor + (self.end_factor - self.start_factor) * progress
+        return [base * factor for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -92,3 +126,68 @@ class NoamLR(LRScheduler):
         lr = self.factor * self.d_model**-0.5 * min(step**-0.5,
                                                      step * self.warmup_steps**-1.5)
         return [lr] * len(self.base_lrs)
+
+
+class SequentialLR(LRScheduler):
+    """Run `schedulers` one after another: schedulers[i] takes over at epoch
+    milestones[i - 1], restarting from its own epoch 0 (so each schedule is written as if
+    it ran alone, e.g. LinearLR warmup for 5 epochs, then CosineAnnealingLR)."""
+
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler],
+                 milestones: Sequence[int], last_epoch: int = -1) -> None:
+        _check_sequence(optimizer, schedulers, milestones)
+        self.optimizer = optimizer
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        # building each scheduler stepped it to epoch 0: undo that and start only the first
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for scheduler in self._schedulers:
+            scheduler.last_epoch -= 1
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first.step()
+        self._last_lr = first.get_last_lr()
+
+    def step(self) -> None:
+        self.last_epoch += 1
+        index = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            scheduler._set_epoch(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict:
+        """This schedule's position, with the state_dict of every scheduler in it."""
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return copy.deepcopy(state)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        for scheduler, saved in zip(self._schedulers, state.pop("_schedulers"), strict=True):
+            scheduler.load_state_dict(saved)
+        super().load_state_dict(state)
+
+
+def _check_sequence(optimizer: Optimizer, schedulers, milestones) -> None:
+    if not schedulers:
+        raise ValueError("SequentialLR: expected at least one scheduler, got none")
+    for index, scheduler in enumerate(schedulers):
+        if isinstance(scheduler, (ReduceLROnPlateau, SequentialLR)) \
+                or not isinstance(scheduler, LRScheduler):
+            raise TypeError(f"SequentialLR: schedulers[{index}] is a "
+                            f"{type(scheduler).__name__}; expected an epoch-indexed schedule "
+                            "(not ReduceLROnPlateau, whose step() takes a metric, nor a "
+                            "SequentialLR)")
+        if scheduler.optimizer is not optimizer:
+            raise ValueError(f"SequentialLR: schedulers[{index}] "
+                             f"({type(scheduler).__name__}) drives another optimizer")
+    if len(milestones) != len(schedulers) - 1:
+        raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need "
+                         f"{len(schedulers) - 1} milestones, got {len(milestones)}")
+    if list(milestones) != sorted(milestones):
+        raise ValueError(f"SequentialLR: milestones must be increasing, got {list(milestones)}")
