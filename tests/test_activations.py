@@ -154,11 +154,11 @@ def test_softmax_without_dim_picks_pytorchs_legacy_dim_and_warns(ndim, implicit)
 @FEW_EXAMPLES
 @given(data=st.data(), dim=st.sampled_from([0, 1, -1, (0, 1)]))
 def test_normalize_gradients(p, data, dim):
-    # distinct, non-zero values: |x| has a kink at 0 and the inf-norm a tie between maxima
-    values = data.draw(distinct_arrays((3, 4), spacing=0.1))
-    values = np.where(np.abs(values) < 0.05, 0.35, values)
-    values = values + np.sign(values) * 0.2
-    x = leaf(values)
+    # magnitudes distinct and away from 0: |x| has a kink at 0, the inf-norm one where two
+    # largest magnitudes tie
+    ranks = np.argsort(np.argsort(data.draw(distinct_arrays((12,))))).reshape(3, 4)
+    signs = data.draw(arrays((3, 4), st.sampled_from([-1.0, 1.0])))
+    x = leaf(signs * (0.3 + 0.15 * ranks))
     check_grad(lambda t: F.normalize(t, p, dim), x)
     assert gradgradcheck(lambda t: F.normalize(t, p, dim), (x,), atol=1e-4)
 
