@@ -50,6 +50,9 @@ CASES = {
 }
 # values from -60 to 60 with a few exact zeros: the kinks (ties go the same way in both)
 values = st.one_of(floats(-60.0, 60.0), floats(-3.0, 3.0), st.just(0.0))
+# normalize: no magnitudes so small that |x|^p underflows to 0 while x does not (PyTorch's
+# gradient is NaN there), nor rounding noise of 1/norm above the absolute tolerance
+norm_values = st.one_of(floats(-60.0, -0.01), floats(0.01, 60.0), st.just(0.0))
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -57,7 +60,7 @@ values = st.one_of(floats(-60.0, 60.0), floats(-3.0, 3.0), st.just(0.0))
 @given(data=st.data(), shape=shapes(min_dims=1))
 def test_forward_and_backward_match_torch(name, data, shape):
     func = CASES[name]
-    array = data.draw(arrays(shape, values))
+    array = data.draw(arrays(shape, norm_values if name.startswith("normalize") else values))
     x = make_tensor(array, requires_grad=True)
     x_t = torch.tensor(array, requires_grad=True)
     out, out_t = func(F, nn, x), func(TF, torch.nn, x_t)
