@@ -287,17 +287,21 @@ def test_loss_weights_are_buffers_saved_and_moved_with_the_module():
 
 
 def test_toy_translate_label_smoothed_loss_is_kl_to_the_smoothed_targets_plus_entropy():
-    """Training as comparing two distributions: for every target token, the smoothed
-    target q puts 1 - eps + eps/V on the right word and eps/V elsewhere (train/'s loss:
-    F.cross_entropy with ignore_index=PAD_ID and label_smoothing), and
+    """Training as comparing two distributions: for every target token that is not
+    padding, train/'s loss (F.cross_entropy with ignore_index=PAD_ID and label smoothing
+    eps over the V words of the English vocabulary) compares the model's p with the
+    smoothed target q = (1 - eps) one_hot + eps / V, and
         cross_entropy(q, p) = KL(q || p) + H(q),
-    with H(q) a constant of the data: minimising the loss minimises the divergence."""
+    where H(q) is a constant of the data: minimising the loss minimises the divergence."""
+    import random
+
     from train.config import Config
-    from train.loop import batch_loss
+    from train.data import make_vocabularies, sample_pair
+    from train.loop import batch_loss, make_batch
     from train.vocab import PAD_ID
 
-    class RecordingModel(nn.Module):
-        """Returns fixed logits for the batch and remembers them."""
+    class FixedLogits(nn.Module):
+        """Random logits over the vocabulary for every target position, kept for the test."""
 
         def __init__(self, vocabulary: int) -> None:
             super().__init__()
@@ -308,10 +312,13 @@ def test_toy_translate_label_smoothed_loss_is_kl_to_the_smoothed_targets_plus_en
             self.logits = mg.tensor(rng.standard_normal((*tgt_in.shape, self.vocabulary)))
             return self.logits
 
-    vocabulary, eps = 11, Config().label_smoothing
-    tgt = np.array([[1, 5, 7, 2, PAD_ID, PAD_ID], [1, 4, 4, 9, 10, 2]])  # <s> ... </s> <pad>
-    src = np.array([[6, 8, 2], [5, 2, PAD_ID]])
-    model = RecordingModel(vocabulary)
+    src_vocab, tgt_vocab = make_vocabularies()
+    rng = random.Random(0)
+    pairs = [sample_pair(rng) for _ in range(4)]
+    src, tgt = make_batch([(src_vocab.encode(fr), tgt_vocab.encode(en)) for fr, en in pairs])
+    assert (tgt == PAD_ID).any()  # sentences of different lengths: some targets are padding
+    vocabulary, eps = len(tgt_vocab), Config().label_smoothing
+    model = FixedLogits(vocabulary)
     loss = batch_loss(model, src, tgt, "cpu", eps).item()
 
     target = tgt[:, 1:].reshape(-1)

@@ -361,3 +361,15 @@ def test_one_cycle_and_linear_bad_settings_raise():
         lr_scheduler.LinearLR(optimizer, start_factor=0.0)
     with pytest.raises(ValueError, match="LinearLR: total_iters"):
         lr_scheduler.LinearLR(optimizer, total_iters=0)
+
+
+def test_step_with_an_epoch_jumps_there_as_pytorch_does():
+    optimizer, optimizer_t = _minigrad_optimizer(), _torch_optimizer()
+    ours = lr_scheduler.CosineAnnealingLR(optimizer, T_max=10)
+    theirs = TORCH_SCHEDULERS.CosineAnnealingLR(optimizer_t, T_max=10)
+    with pytest.warns(DeprecationWarning, match="step\\(epoch\\) is deprecated"):
+        ours.step(7)
+    with pytest.warns(UserWarning):
+        theirs.step(7)
+    assert ours.last_epoch == 7
+    assert ours.get_last_lr() == pytest.approx(theirs.get_last_lr(), rel=1e-12)

@@ -9,6 +9,7 @@ rounding cannot accumulate over a long run.
 from __future__ import annotations
 
 import copy
+import warnings
 
 from minigrad.optim.optimizer import Optimizer
 
@@ -43,9 +44,14 @@ class LRScheduler:
     def get_lr(self) -> list[float]:
         raise NotImplementedError
 
-    def step(self) -> None:
-        """Advance one epoch (or step) and set the optimizer's lrs for it."""
-        self._set_epoch(self.last_epoch + 1)
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (or step) and set the optimizer's lrs for it. `epoch`, which
+        PyTorch deprecates, jumps to that epoch instead (exact: every schedule here is a
+        closed form)."""
+        if epoch is not None:
+            warnings.warn(f"{type(self).__name__}.step(epoch) is deprecated (as in PyTorch); "
+                          "call step() once per epoch", DeprecationWarning, stacklevel=2)
+        self._set_epoch(self.last_epoch + 1 if epoch is None else epoch)
 
     def _set_epoch(self, epoch: int) -> None:
         self.last_epoch = epoch

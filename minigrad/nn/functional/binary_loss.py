@@ -101,9 +101,9 @@ def _apply_weight(losses: Tensor, weight: Tensor | None, op: str) -> Tensor:
 
 
 def _check_broadcasts_to(weight: Tensor, input: Tensor, name: str, op: str) -> None:  # noqa: A002
-    shape, target_shape = tuple(weight.shape), tuple(input.shape)
-    fits = len(shape) <= len(target_shape) and all(
-        size in (1, target) for size, target in zip(shape[::-1], target_shape[::-1]))
+    shape, input_shape = tuple(weight.shape), tuple(input.shape)
+    fits = len(shape) <= len(input_shape) and all(
+        size in (1, input_size) for size, input_size in zip(shape[::-1], input_shape[::-1]))
     if not fits:
         raise ValueError(f"{op}: {name} of shape {shape} does not broadcast to the input "
-                         f"shape {target_shape}")
+                         f"shape {input_shape}")
