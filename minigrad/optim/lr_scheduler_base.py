@@ -22,6 +22,8 @@ class LRScheduler:
     share an optimizer, as in SequentialLR). `last_epoch=-1` starts a fresh schedule;
     another value resumes one and needs `initial_lr` in every group."""
 
+    _not_saved = ("optimizer",)  # attributes state_dict() leaves out
+
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__}: expected an optimizer, got "
@@ -76,5 +78,3 @@ class LRScheduler:
         """Continue the schedule saved by state_dict() (the optimizer's lrs are not
         touched: load the optimizer's own state_dict for those)."""
         self.__dict__.update(copy.deepcopy(state_dict))
-
-    _not_saved = ("optimizer",)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 from minigrad.optim.lr_scheduler_base import LRScheduler
 from minigrad.optim.optimizer import Optimizer
@@ -53,11 +54,16 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self._last_lr = [group["lr"] for group in optimizer.param_groups]
 
-    def step(self, metrics) -> None:
+    def step(self, metrics, epoch: int | None = None) -> None:
         """Record one epoch's metric (a number or a 0-d tensor); lower the lrs if it has
-        not improved for more than `patience` epochs."""
+        not improved for more than `patience` epochs. `epoch` (deprecated in PyTorch)
+        only sets last_epoch."""
         current = float(metrics)
-        self.last_epoch += 1
+        if epoch is not None:
+            warnings.warn("ReduceLROnPlateau.step(metrics, epoch) is deprecated (as in "
+                          "PyTorch); call step(metrics) once per epoch", DeprecationWarning,
+                          stacklevel=2)
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self._is_better(current):
             self.best = current
             self.num_bad_epochs = 0
