@@ -150,8 +150,8 @@ def test_nll_loss(seed, rows, classes, reduction):
 def test_mse_loss(seed, rows, cols, reduction):
     rng = np.random.default_rng(seed)
     a, b = _leaf(rng, rows, cols), _leaf(rng, rows, cols)
-    assert gradcheck(lambda x, y: F.mse_loss(x, y, reduction), (a, b))
-    assert gradgradcheck(lambda x, y: F.mse_loss(x, y, reduction), (a, b))
+    assert gradcheck(lambda x, y: F.mse_loss(x, y, reduction=reduction), (a, b))
+    assert gradgradcheck(lambda x, y: F.mse_loss(x, y, reduction=reduction), (a, b))
 
 
 @checks
