@@ -258,9 +258,9 @@ def test_op_on_gpu_matches_cpu(name, function, arrays):
 
 @requires_cuda
 def test_second_derivative_on_gpu_matches_cpu():
-    results = []
+    values, results = _normal(2, 5), []
     for device in ("cpu", "gpu"):
-        x = mg.tensor(_normal(2, 5), device=device, requires_grad=True)
+        x = mg.tensor(values, device=device, requires_grad=True)
         weights = mg.tensor(np.linspace(-1, 1, 10, dtype=np.float32).reshape(2, 5),
                             device=device)
         (grad,) = mg.autograd.grad((x.softmax(-1) * weights).sum(), x, create_graph=True)
@@ -421,10 +421,10 @@ def test_kernel_mode_numba_selects_the_gpu_kernels_only_for_cupy_float_arrays():
         assert not gpu_kernels.eligible(np.ones((2, 3), np.float32))
     with kernels.mode("auto"):
         assert not gpu_kernels.eligible(cp.ones((2, 3), np.float32))
-    grads = []
+    values, grads = _normal(4, 6), []
     with kernels.mode("numba"):
         for device in ("cpu", "gpu"):
-            x = mg.tensor(_normal(4, 6), device=device, requires_grad=True)
+            x = mg.tensor(values, device=device, requires_grad=True)
             (x.softmax(-1) * mg.arange(6, device=device)).sum().backward()
             grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
