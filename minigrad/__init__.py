@@ -62,6 +62,7 @@ from minigrad.ops import (
     var,
     where,
 )
+from minigrad.dlpack import from_dlpack
 from minigrad.random import get_rng_state, manual_seed, set_rng_state
 from minigrad import nn, optim  # noqa: I001  (last: they import the names above)
 from minigrad.serialization import load, save

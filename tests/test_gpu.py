@@ -19,7 +19,6 @@ from minigrad import kernels, nn, optim
 requires_cuda = pytest.mark.skipif(
     not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
 )
-without_cuda = pytest.mark.skipif(mg.cuda.is_available(), reason="CUDA is available here")
 
 # ----------------------------------------------------------------------------- everywhere
 
@@ -39,7 +38,7 @@ def test_device_names_and_aliases():
         mg.zeros(2, device="tpu")
 
 
-@without_cuda
+@pytest.mark.usefixtures("without_cuda")
 @pytest.mark.parametrize("device", ["gpu", "cuda", "cuda:0"])
 def test_asking_for_the_gpu_without_cuda_raises_one_clear_line(device):
     with pytest.raises(RuntimeError, match="CUDA is not available") as info:
@@ -50,7 +49,7 @@ def test_asking_for_the_gpu_without_cuda_raises_one_clear_line(device):
         mg.tensor([1.0]).to(device)
 
 
-@without_cuda
+@pytest.mark.usefixtures("without_cuda")
 def test_cuda_namespace_without_cuda():
     assert mg.cuda.is_available() is False
     assert mg.cuda.device_count() == 0

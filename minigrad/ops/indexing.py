@@ -2,6 +2,8 @@
 and the in-place writes `x[index] = v`, `add_`, `mul_`, ... (outside the graph)."""
 from __future__ import annotations
 
+import numpy as np
+
 from minigrad.autograd import STATE, Function
 from minigrad.backend import array_module, to_device
 from minigrad.tensor import Tensor
@@ -48,8 +50,11 @@ class IndexAdd(Function):
 
 def getitem(x: Tensor, index) -> Tensor:
     index = _to_array_index(index, x)
+    basic = _is_basic(index)
+    if not basic:
+        _check_index_arrays_in_range(index, x)
     try:
-        function = GetItem if _is_basic(index) else GatherItem
+        function = GetItem if basic else GatherItem
         return function.apply(x, index=index)
     except RuntimeError as exc:
         raise IndexError(
@@ -62,6 +67,8 @@ def setitem_(x: Tensor, index, value) -> None:
     """x[index] = value, in place."""
     _check_inplace(x, "setitem")
     index = _to_array_index(index, x)
+    if not _is_basic(index):
+        _check_index_arrays_in_range(index, x)
     value = value.data if isinstance(value, Tensor) else value
     try:
         x.data[index] = value
@@ -132,6 +139,41 @@ def _index_part(part, x: Tensor):
     if isinstance(part, list):
         return x.xp.asarray(part)
     return part
+
+
+def _check_index_arrays_in_range(index, x: Tensor) -> None:
+    """Raise IndexError, with NumPy's message, for an integer-array index out of range.
+    NumPy checks itself; CuPy wraps such indices around instead, so on the GPU the check
+    is made here (one device sync per index array)."""
+    if x.data.__class__ is np.ndarray:
+        return
+    parts = index if isinstance(index, tuple) else (index,)
+    explicit = sum(_dims_indexed(p) for p in parts)
+    axis = 0
+    for part in parts:
+        if part is Ellipsis:
+            axis += x.ndim - explicit
+            continue
+        if getattr(part, "dtype", None) is not None and part.dtype.kind in "iu" and \
+                axis < x.ndim:
+            size = x.shape[axis]
+            outside = (part < -size) | (part >= size)
+            if bool(outside.any()):
+                raise IndexError(
+                    f"index {_describe(index)} is out of range or invalid for a tensor of "
+                    f"shape {tuple(x.shape)}: index {int(part[outside][0])} is out of bounds "
+                    f"for axis {axis} with size {size}"
+                )
+        axis += _dims_indexed(part)
+
+
+def _dims_indexed(part) -> int:
+    """How many dims of the indexed tensor an index part consumes."""
+    if part is None or part is Ellipsis:
+        return 0
+    if getattr(part, "dtype", None) is not None and part.dtype.kind == "b":
+        return part.ndim
+    return 1
 
 
 def _is_basic(index) -> bool:

@@ -21,7 +21,7 @@ _erf_elementwise = np.frompyfunc(math.erf, 1, 1)
 def _erf(x, out=None, **kwargs):
     for source, result in _TYPE_MAP:
         if np.can_cast(x.dtype, source):
-            values = _erf_elementwise(x.astype(np.float64)).astype(result)
+            values = np.asarray(_erf_elementwise(x.astype(np.float64)), dtype=result)
             break
     else:
         raise TypeError(f"Wrong type ({x.dtype}) of arguments for cupyx_scipy_special_erf")
