@@ -283,6 +283,77 @@ def test_in_place_updates_on_gpu():
     assert x.device == "gpu" and (x.numpy() >= -1).all()
 
 
+@requires_cuda
+@pytest.mark.parametrize("write", [
+    lambda dst, src: dst.copy_(src),
+    lambda dst, src: dst.__setitem__(slice(0, 2), src[1:]),
+    lambda dst, src: dst.__setitem__(mg.tensor([2, 0], device=dst.device), src[1:]),
+    lambda dst, src: dst.__setitem__(mg.tensor([True, False, True]), src[1:]),
+    lambda dst, src: dst.__setitem__(slice(0, 2), src[1:].numpy()),
+    lambda dst, src: dst.fill_(src[2]),
+], ids=["copy_", "slice", "index_array", "mask_on_cpu", "numpy_value", "fill_0d"])
+def test_writes_copy_values_across_devices(write):
+    """As in PyTorch, a write (copy_, x[i] = v) copies a value from the other device."""
+    for destination, source in (("cpu", "gpu"), ("gpu", "cpu")):
+        expected = mg.zeros(3)
+        write(expected, mg.tensor([1.0, 2.0, 3.0]))
+        dst, src = mg.zeros(3, device=destination), mg.tensor([1.0, 2.0, 3.0], device=source)
+        write(dst, src)
+        assert dst.device == destination
+        np.testing.assert_array_equal(dst.numpy(), expected.numpy())
+
+
+@requires_cuda
+def test_a_list_is_written_into_a_gpu_tensor():
+    x = mg.zeros(2, 3, device="gpu")
+    x[0] = [1.0, 2.0, 3.0]
+    x[1, 1:] = [[5.0, 6.0]]
+    np.testing.assert_array_equal(x.numpy(), [[1, 2, 3], [0, 5, 6]])
+
+
+@requires_cuda
+@pytest.mark.parametrize("update", [
+    lambda dst, other: dst.add_(other),
+    lambda dst, other: dst.sub_(other),
+    lambda dst, other: dst.mul_(other),
+    lambda dst, other: dst.div_(other),
+    lambda dst, other: dst.masked_fill_(other > 1, 0.0),
+], ids=["add_", "sub_", "mul_", "div_", "masked_fill_"])
+def test_in_place_updates_across_devices_raise_naming_both(update):
+    for destination, source in (("cpu", "gpu"), ("gpu", "cpu")):
+        dst, other = mg.ones(3, device=destination), mg.full((3,), 2.0, device=source)
+        with pytest.raises(RuntimeError, match="same device") as info:
+            update(dst, other)
+        message = str(info.value)
+        assert f"on {destination}" in message and f"on {source}" in message, message
+        np.testing.assert_array_equal(dst.numpy(), [1.0, 1.0, 1.0])  # left unchanged
+
+
+@requires_cuda
+@pytest.mark.parametrize("loss", [
+    lambda x, t, w: F.cross_entropy(x, t, weight=w),
+    lambda x, t, w: F.nll_loss(x.log_softmax(-1), t, weight=w),
+], ids=["cross_entropy", "nll_loss"])
+def test_loss_arguments_on_another_device_raise_naming_both(loss):
+    for on_input, on_other in (("cpu", "gpu"), ("gpu", "cpu")):
+        x = mg.randn(4, 3, device=on_input)
+        same_t, same_w = mg.tensor([0, 2, 1, 0], device=on_input), mg.ones(3, device=on_input)
+        other_t, other_w = same_t.to(on_other), same_w.to(on_other)
+        for target, weight, name in ((other_t, same_w, "target"), (same_t, other_w, "weight")):
+            with pytest.raises(RuntimeError, match="same device") as info:
+                loss(x, target, weight)
+            message = str(info.value)
+            assert f"input on {on_input}" in message and f"{name} on {on_other}" in message
+
+
+@requires_cuda
+def test_embedding_ids_on_another_device_raise_naming_both():
+    weight = mg.randn(5, 2, device="gpu")
+    with pytest.raises(RuntimeError, match="same device") as info:
+        F.embedding(mg.tensor([1, 3]), weight)
+    assert "input on gpu" in str(info.value) and "ids on cpu" in str(info.value)
+
+
 # ----------------------------------------------------------------------------- training
 
 

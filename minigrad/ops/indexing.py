@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad.autograd import STATE, Function
-from minigrad.backend import array_module, to_device
+from minigrad.backend import array_module, device_of, to_device
 from minigrad.tensor import Tensor
 
 
@@ -64,12 +64,13 @@ def getitem(x: Tensor, index) -> Tensor:
 
 
 def setitem_(x: Tensor, index, value) -> None:
-    """x[index] = value, in place."""
+    """x[index] = value, in place (a value on another device is copied over, as copy_
+    does)."""
     _check_inplace(x, "setitem")
     index = _to_array_index(index, x)
     if not _is_basic(index):
         _check_index_arrays_in_range(index, x)
-    value = value.data if isinstance(value, Tensor) else value
+    value = _operand(value, x, "setitem", copies=True)
     try:
         x.data[index] = value
     except (IndexError, ValueError) as exc:
@@ -84,7 +85,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
     """Apply an in-place update to x's array and bump its version (see Tensor.add_)."""
     _check_inplace(x, op + "_")
     xp = x.xp
-    operand = value.data if isinstance(value, Tensor) else value
+    operand = _operand(value, x, op + "_", copies=op in ("copy", "masked_fill"))
     data = x.data
     try:
         if op == "add":
@@ -98,7 +99,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
         elif op == "copy":
             data[...] = operand
         elif op == "masked_fill":
-            mask_array = mask.data if isinstance(mask, Tensor) else mask
+            mask_array = _operand(mask, x, "masked_fill_", copies=False, what="the mask")
             data[...] = xp.where(mask_array, operand, data)
         elif op == "clamp":
             xp.clip(data, low, high, out=data)
@@ -109,6 +110,27 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
         ) from exc
     x._version[0] += 1
     return x
+
+
+def _operand(value, x: Tensor, op: str, copies: bool, what: str = "the value"):
+    """The raw array (or Python scalar) of an in-place update of x. An array on another
+    device is copied to x's when the update writes it (copy_, x[i] = v: PyTorch copies
+    across devices there) and refused, naming both devices, when it is combined with x
+    (add_, a mask). Lists become arrays on x's device."""
+    array = value.data if isinstance(value, Tensor) else value
+    if isinstance(array, (list, tuple)):
+        return x.xp.asarray(array)
+    if not hasattr(array, "shape") or isinstance(array, np.generic):
+        return array  # a Python or NumPy scalar
+    source = device_of(array)
+    if source == x.device:
+        return array
+    if copies:
+        return to_device(array, x.device)
+    raise RuntimeError(
+        f"{op}: expected all tensors on the same device, got the tensor on {x.device} "
+        f"and {what} on {source}"
+    )
 
 
 def _check_inplace(x: Tensor, op: str) -> None:

@@ -10,6 +10,7 @@ from minigrad.autograd import Function, is_grad_enabled
 from minigrad.backend import array_module
 from minigrad.kernels.reference import smoothed_targets
 from minigrad.ops import softmax
+from minigrad.ops.operands import check_same_device
 from minigrad.tensor import Tensor
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -87,6 +88,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                          f"{label_smoothing}")
+    check_same_device("cross_entropy", input, target=target, weight=weight)
     logits, ids, out_shape = _flatten_classes(input, target, ignore_index, "cross_entropy")
     loss = CrossEntropy.apply(
         logits, target=ids, weight=None if weight is None else weight.data,
@@ -100,6 +102,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     """-w[y] * input[y] per row, for log probabilities `input` (N, C, ...); the mean
     divides by the summed weights of the rows not ignored."""
     _check_reduction(reduction, "nll_loss")
+    check_same_device("nll_loss", input, target=target, weight=weight)
     logp, ids, out_shape = _flatten_classes(input, target, ignore_index, "nll_loss")
     _, safe_target, target_weight = _target_weights(
         ids, None if weight is None else weight.data, ignore_index, logp.data.dtype)
