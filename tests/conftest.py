@@ -84,16 +84,3 @@ def _restore_grad_mode():
     mg.autograd.STATE.anomaly = False
 
 
-
-def _bridge_the_simulator_to_the_stand_in() -> None:
-    """With the CuPy stand-in and Numba's CUDA simulator both on, the GPU kernels launch
-    on stand-in arrays through the simulator (minigrad/testing/cuda_simulator.py)."""
-    from numba import config
-
-    if mg.backend.fake_gpu_requested() and config.ENABLE_CUDASIM:
-        from minigrad.testing import cuda_simulator
-
-        cuda_simulator.install()
-
-
-_bridge_the_simulator_to_the_stand_in()

@@ -75,6 +75,11 @@ def _probe_cuda() -> tuple:
     if fake_gpu_requested():
         from minigrad.testing import fake_cupy
 
+        if os.environ.get("NUMBA_ENABLE_CUDASIM", "").strip() not in ("", "0"):
+            # the Numba CUDA kernels then launch on stand-in arrays in the simulator
+            from minigrad.testing import cuda_simulator
+
+            cuda_simulator.install()
         print(f"minigrad: {FAKE_GPU_ENV}=1: device 'gpu' is a NumPy-backed CuPy stand-in; "
               "no GPU is used", file=sys.stderr)
         return fake_cupy, ""

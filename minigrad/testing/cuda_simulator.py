@@ -8,8 +8,8 @@ stream). The simulator has no `as_cuda_array` and refuses external streams. `ins
 adds both, built the way Numba builds them: the view reads the producer's
 `__cuda_array_interface__` (pointer, shape, strides, type), so kernels write into the
 stand-in array's memory; the stream remembers its pointer, so a test can check which
-stream a kernel ran on. With MINIGRAD_FAKE_GPU=1 and NUMBA_ENABLE_CUDASIM=1,
-tests/conftest.py installs them.
+stream a kernel ran on. With MINIGRAD_FAKE_GPU=1 and NUMBA_ENABLE_CUDASIM=1 both set,
+the first use of the GPU installs them (minigrad/backend/device.py).
 
 What stays untested without a GPU: Numba's real `as_cuda_array` and `external_stream`,
 and the kernels on hardware (benchmarks/gpu_check.sh runs those).
