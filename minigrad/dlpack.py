@@ -28,27 +28,33 @@ def from_dlpack(obj) -> Tensor:
 
     Raises TypeError for an object that is not a DLPack producer, a device minigrad has no
     backend for, or a dtype minigrad lacks (convert it first: sharing memory means no
-    implicit conversion)."""
+    implicit conversion); the importer's own refusal (a dtype NumPy lacks, a tensor that
+    requires grad) is re-raised with "from_dlpack" in front."""
     if not hasattr(obj, "__dlpack__") or not hasattr(obj, "__dlpack_device__"):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ and "
                         f"__dlpack_device__ (a NumPy array, a PyTorch, CuPy or JAX tensor), "
                         f"got {type(obj).__name__}")
     device_type, device_id = obj.__dlpack_device__()
     if device_type == KDL_CPU:
-        array = np.from_dlpack(obj)
+        array_module = np
     elif device_type in (KDL_CUDA, KDL_CUDA_MANAGED):
         if device_id != 0:
             raise TypeError(f"from_dlpack: the tensor is on CUDA device {device_id}; "
                             "minigrad uses device 0")
-        array = require_cuda().from_dlpack(obj)
+        array_module = require_cuda()
     else:
         raise TypeError(f"from_dlpack: DLPack device type {device_type} is neither host "
                         f"memory ({KDL_CPU}) nor CUDA memory ({KDL_CUDA})")
+    try:
+        array = array_module.from_dlpack(obj)
+    except (RuntimeError, BufferError) as exc:  # a dtype NumPy lacks (bfloat16), ...
+        raise type(exc)(f"from_dlpack: cannot import the tensor: {exc} (minigrad has "
+                        f"{_SHARED_NAMES} tensors)") from exc
     if array.dtype not in _SHARED_DTYPES:
         raise TypeError(f"from_dlpack: minigrad has no {array.dtype} tensors (it has "
-                        f"{', '.join(sorted(str(d) for d in _SHARED_DTYPES))}); convert "
-                        f"the source tensor first")
+                        f"{_SHARED_NAMES}); convert the source tensor first")
     return Tensor._wrap(array, None)
 
 
 _SHARED_DTYPES = frozenset(d.np for d in dtypes.ALL)
+_SHARED_NAMES = ", ".join(sorted(str(d) for d in _SHARED_DTYPES))
