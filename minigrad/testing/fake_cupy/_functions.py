@@ -16,13 +16,13 @@ import numpy as np
 
 from minigrad.testing.fake_cupy._array import (
     adopt,
-    device_index,
     elementwise_operand,
     ndarray,
     to_host,
     unsupported,
     wrap,
 )
+from minigrad.testing.fake_cupy._indexing import device_index
 
 UFUNC_NAMES = (
     "abs absolute add arccos arccosh arcsin arcsinh arctan arctan2 arctanh bitwise_and "
