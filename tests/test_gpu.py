@@ -1,8 +1,10 @@
 """The GPU backend: devices, moving tensors, modules, optimizers and checkpoints on the GPU,
 every op family on the GPU against the CPU, and the numba.cuda kernels on CuPy arrays.
 
-Without CUDA the GPU tests skip with the reason (CuPy missing, no driver, no device);
-the tests of what a machine without CUDA must do run everywhere.
+Without CUDA the GPU tests skip with the reason (CuPy missing, no driver, no device),
+unless MINIGRAD_FAKE_GPU=1 runs them on the CuPy stand-in (with NUMBA_ENABLE_CUDASIM=1
+for the numba.cuda kernels); the tests of what a machine without CUDA must do run
+everywhere, the stand-in switched off for them.
 """
 from __future__ import annotations
 
