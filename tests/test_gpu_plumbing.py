@@ -105,6 +105,9 @@ def test_out_of_range_index_arrays_raise_on_the_gpu(index):
         x[:, mg.tensor([0, 3], device="gpu")]
     with pytest.raises(IndexError, match="out of bounds"), mg.no_grad():
         x[mg.tensor(index, device="gpu")] = 1.0
+    for scalar_index in (np.int64(2), mg.tensor(2, device="gpu")):
+        with pytest.raises(IndexError, match="out of bounds"):
+            x[scalar_index]
     np.testing.assert_array_equal(x[mg.tensor([-1, 1], device="gpu")].numpy(),
                                   [[3, 4, 5], [3, 4, 5]])
 

@@ -176,8 +176,8 @@ def _check_index_arrays_in_range(index, x: Tensor) -> None:
         if part is Ellipsis:
             axis += x.ndim - explicit
             continue
-        if getattr(part, "dtype", None) is not None and part.dtype.kind in "iu" and \
-                axis < x.ndim:
+        is_array = hasattr(part, "dtype") and not isinstance(part, np.generic)
+        if is_array and part.dtype.kind in "iu" and axis < x.ndim:
             size = x.shape[axis]
             outside = (part < -size) | (part >= size)
             if bool(outside.any()):
