@@ -12,7 +12,7 @@
 # others), and ends with one table: a row per section and per target (toy_translate
 # >= 99% exact match in under 2 minutes; the paper-base step at most 1.5x PyTorch CUDA).
 #
-#   side by side (they check results, not time), 130 s each:
+#   side by side (they check results, not time), 125 s each:
 #     gpu_tests      tests/test_gpu.py, test_gpu_plumbing.py, test_dlpack.py,
 #                    test_gpu_toy_translate.py
 #     op_suite       the op tests on the GPU (test_ops_*.py with MINIGRAD_TEST_DEVICE=gpu)
@@ -20,13 +20,14 @@
 #                    tensors, nn, functional, optim, models, decoding) on the GPU
 #     numba_kernels  the GPU op cases with MINIGRAD_KERNELS=numba (the numba.cuda kernels)
 #   alone, one after the other (they measure time):
-#     toy_translate  python -m train.toy_translate --device gpu (its defaults)   140 s
+#     toy_translate  python -m train.toy_translate --device gpu (its defaults)   135 s
 #     bench_train    the training step against PyTorch CUDA eager               45 s
 #     bench_kernels  the numba.cuda kernels against their twins and cuBLAS      25 s
 #
 # --quick runs every section's command on little work: a few tests, a 30-step toy run, one
-# timed step of the toy_translate model, tiny kernels. On the stand-in the numba.cuda kernels run in Numba's CUDA
-# simulator (NUMBA_ENABLE_CUDASIM=1). Logs go to $GPU_CHECK_LOGS (default: a new temp dir).
+# timed step of the toy_translate model, tiny kernels. On the stand-in the numba.cuda
+# kernels run in Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1). Logs go to
+# $GPU_CHECK_LOGS (default: a new temp dir).
 # Exit status: 0 when every section passed, 1 otherwise, 2 without a usable GPU.
 set -u
 QUICK=0
@@ -58,9 +59,16 @@ run_section() {
     local rc=$?
     echo "$rc $((SECONDS - start)) $limit" >"$LOGS/$name.status"
     echo "<<< $name: exit status $rc after $((SECONDS - start)) s"
-    if [ "$rc" -ne 0 ]; then
-        tail -n 15 "$LOGS/$name.log" | sed "s/^/    $name| /"
-    fi
+}
+
+# show_failures NAME...: the last lines of the log of each section that did not pass
+show_failures() {
+    local name
+    for name in "$@"; do
+        if [ "$(cut -d' ' -f1 "$LOGS/$name.status")" != 0 ]; then
+            tail -n 15 "$LOGS/$name.log" | sed "s/^/    $name| /"
+        fi
+    done
 }
 
 # -v: a section stopped by its time limit still shows which tests passed and failed
@@ -89,22 +97,28 @@ else
     BENCH_KERNELS_ARGS=()
 fi
 
-run_section gpu_tests 130 "${PYTEST[@]}" ${GPU_TESTS_PICK[@]+"${GPU_TESTS_PICK[@]}"} "${GPU_TEST_FILES[@]}" &
-run_section op_suite 130 env MINIGRAD_TEST_DEVICE=gpu "${PYTEST[@]}" -m device \
+run_section gpu_tests 125 "${PYTEST[@]}" ${GPU_TESTS_PICK[@]+"${GPU_TESTS_PICK[@]}"} \
+    "${GPU_TEST_FILES[@]}" &
+run_section op_suite 125 env MINIGRAD_TEST_DEVICE=gpu "${PYTEST[@]}" -m device \
     ${OP_SUITE_PICK[@]+"${OP_SUITE_PICK[@]}"} "${OP_TEST_FILES[@]}" &
-run_section nn_suite 130 env MINIGRAD_TEST_DEVICE=gpu "${PYTEST[@]}" -m device \
+run_section nn_suite 125 env MINIGRAD_TEST_DEVICE=gpu "${PYTEST[@]}" -m device \
     ${NN_SUITE_PICK[@]+"${NN_SUITE_PICK[@]}"} "${NN_TEST_FILES[@]}" &
-run_section numba_kernels 130 env MINIGRAD_KERNELS=numba "${PYTEST[@]}" "${KERNELS_PICK[@]}" \
+run_section numba_kernels 125 env MINIGRAD_KERNELS=numba "${PYTEST[@]}" "${KERNELS_PICK[@]}" \
     tests/test_gpu.py &
 wait
+show_failures gpu_tests op_suite nn_suite numba_kernels
 
-run_section toy_translate 140 "$PYTHON" -m train.toy_translate --device gpu ${TOY_ARGS[@]+"${TOY_ARGS[@]}"} \
-    --out-dir "$LOGS/toy_translate_run"
+run_section toy_translate 135 "$PYTHON" -m train.toy_translate --device gpu \
+    ${TOY_ARGS[@]+"${TOY_ARGS[@]}"} --out-dir "$LOGS/toy_translate_run"
+show_failures toy_translate
 grep -E "exact match|trained to step" "$LOGS/toy_translate.log"
 run_section bench_train 45 "$PYTHON" -m benchmarks.bench_train --device gpu \
     --framework minigrad --framework torch --no-memory "${BENCH_TRAIN_ARGS[@]}"
+show_failures bench_train
 grep -E "^\||left out" "$LOGS/bench_train.log"
-run_section bench_kernels 25 "$PYTHON" -m benchmarks.bench_gpu_kernels ${BENCH_KERNELS_ARGS[@]+"${BENCH_KERNELS_ARGS[@]}"}
+run_section bench_kernels 25 "$PYTHON" -m benchmarks.bench_gpu_kernels \
+    ${BENCH_KERNELS_ARGS[@]+"${BENCH_KERNELS_ARGS[@]}"}
+show_failures bench_kernels
 grep -E "^\|" "$LOGS/bench_kernels.log"
 
 echo
