@@ -4,6 +4,7 @@ indices, fill, erf's float16 type map, 0-d reductions) are kept, and MINIGRAD_FA
 makes it minigrad's GPU. These run on every machine: the stand-in needs no GPU."""
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -238,17 +239,22 @@ def test_cuda_device_runtime_streams_and_events():
 
 
 def test_memory_pool_counts_live_arrays_and_keeps_freed_blocks():
-    pool = cp.get_default_memory_pool()
-    pool.free_all_blocks()
-    used, held = pool.used_bytes(), pool.total_bytes()
-    array = cp.zeros(1000, dtype=np.float32)  # 4000 bytes, rounded up to 4096
-    assert pool.used_bytes() == used + 4096 and pool.total_bytes() == held + 4096
-    view = array[::2]  # a view allocates nothing
-    assert pool.used_bytes() == used + 4096
-    del array, view
-    assert pool.used_bytes() == used and pool.total_bytes() == held + 4096
-    pool.free_all_blocks()
-    assert pool.total_bytes() == used
+    gc.collect()
+    gc.disable()  # no other array may be collected while the pool is being watched
+    try:
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        used, held = pool.used_bytes(), pool.total_bytes()
+        array = cp.zeros(1000, dtype=np.float32)  # 4000 bytes, rounded up to 4096
+        assert pool.used_bytes() == used + 4096 and pool.total_bytes() == held + 4096
+        view = array[::2]  # a view allocates nothing
+        assert pool.used_bytes() == used + 4096
+        del array, view
+        assert pool.used_bytes() == used and pool.total_bytes() == held + 4096
+        pool.free_all_blocks()
+        assert pool.total_bytes() == used
+    finally:
+        gc.enable()
 
 
 # ----------------------------------------------------------------------------- DLPack
