@@ -11,6 +11,7 @@ from minigrad.backend import array_module
 from minigrad.kernels.cross_entropy import smoothed_targets
 from minigrad.nn.functional.reduction import resolve_reduction
 from minigrad.ops import softmax
+from minigrad.ops.operands import check_same_device
 from minigrad.ops.softmax import SoftmaxBackward
 from minigrad.tensor import Tensor, constant
 
@@ -99,6 +100,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                          f"{label_smoothing}")
+    check_same_device("cross_entropy", input, target=target, weight=weight)
     logits, ids, out_shape = _flatten_classes(input, target, ignore_index, "cross_entropy")
     loss = CrossEntropy.apply(
         logits, target=ids, weight=None if weight is None else weight.data,
@@ -113,6 +115,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     """-w[y] * input[y] per row, for log probabilities `input` (N, C, ...); the mean
     divides by the summed weights of the rows not ignored."""
     reduction = resolve_reduction(size_average, reduce, reduction, "nll_loss")
+    check_same_device("nll_loss", input, target=target, weight=weight)
     logp, ids, out_shape = _flatten_classes(input, target, ignore_index, "nll_loss")
     _, safe_target, target_weight = _target_weights(
         ids, None if weight is None else weight.data, ignore_index, logp.data.dtype)
