@@ -251,12 +251,14 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
         return adopt(self._host.astype(dtype, order=order, casting=casting or "unsafe"))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from minigrad.testing.fake_cupy import _functions  # the stand-in's modules import one another
+        # the stand-in's modules import one another
+        from minigrad.testing.fake_cupy import _functions
 
         return _functions.dispatch_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
-        from minigrad.testing.fake_cupy import _functions  # the stand-in's modules import one another
+        # the stand-in's modules import one another
+        from minigrad.testing.fake_cupy import _functions
 
         return _functions.dispatch_function(func, types, args, kwargs)
 
