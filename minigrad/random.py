@@ -24,7 +24,35 @@ def get_rng_state() -> dict:
 
 
 def set_rng_state(state: dict) -> None:
-    _cpu.bit_generator.state = state
+    """Restore a state that get_rng_state() returned; ValueError says what is wrong with
+    anything else (a checkpoint may carry a corrupt or hostile one)."""
+    _cpu.bit_generator.state = _checked_cpu_state(state)
+
+
+def _checked_cpu_state(state) -> dict:
+    """`state` if it is a state of the CPU generator's kind, else ValueError."""
+    kind = type(_cpu.bit_generator).__name__
+    fields = {"bit_generator", "state", "has_uint32", "uinteger"}
+    if not isinstance(state, dict) or set(state) != fields:
+        raise ValueError(f"set_rng_state: expected a dict with the keys {sorted(fields)}, as "
+                         f"get_rng_state() returns, got {str(state)[:80]}")
+    if state["bit_generator"] != kind:
+        raise ValueError(f"set_rng_state: the state is for a {state['bit_generator']!r} "
+                         f"generator, minigrad's is {kind!r}")
+    counters = state["state"]
+    if not (isinstance(counters, dict) and set(counters) == {"state", "inc"}
+            and all(_is_int_below(counters[k], 2**128) for k in counters)):
+        raise ValueError(f"set_rng_state: 'state' must hold 'state' and 'inc', integers in "
+                         f"[0, 2**128), got {str(counters)[:80]}")
+    if not (_is_int_below(state["has_uint32"], 2) and _is_int_below(state["uinteger"], 2**32)):
+        raise ValueError("set_rng_state: 'has_uint32' must be 0 or 1 and 'uinteger' an "
+                         f"integer in [0, 2**32), got {state['has_uint32']!r} and "
+                         f"{state['uinteger']!r}")
+    return state
+
+
+def _is_int_below(value, bound: int) -> bool:
+    return type(value) is int and 0 <= value < bound
 
 
 def generator(device) -> object:
