@@ -10,6 +10,8 @@ from minigrad.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_en
 from minigrad.backend import Device, cuda
 from minigrad.creation import (
     arange,
+    empty,
+    empty_like,
     eye,
     from_numpy,
     full,

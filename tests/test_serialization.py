@@ -3,6 +3,7 @@ and an exact resume of training in a fresh process."""
 import json
 import os
 import pickle
+import re
 import struct
 import subprocess
 import sys
@@ -133,6 +134,23 @@ def test_corrupt_files_raise_clearly(tmp_path):
     path.write_bytes(b"PK\x03\x04 zip")
     with pytest.raises(ValueError, match="zip"):
         mg.load(path)
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda state: None, "expected a dict with the keys"),
+    (lambda state: {**state, "extra": 1}, "expected a dict with the keys"),
+    (lambda state: {**state, "bit_generator": "MT19937"}, "'MT19937' generator"),
+    (lambda state: {**state, "state": {"state": "7", "inc": 1}}, "integers in [0, 2**128)"),
+    (lambda state: {**state, "state": {"state": -1, "inc": 1}}, "integers in [0, 2**128)"),
+    (lambda state: {**state, "state": {"state": 2**128, "inc": 1}}, "integers in [0, 2**128)"),
+    (lambda state: {**state, "has_uint32": True}, "'has_uint32' must be 0 or 1"),
+    (lambda state: {**state, "uinteger": 2**40}, "'uinteger'"),
+])
+def test_set_rng_state_refuses_states_it_did_not_make(change, problem):
+    state = mg.get_rng_state()
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        mg.set_rng_state(change(state))
+    assert mg.get_rng_state() == state  # nothing was changed
 
 
 def test_loading_a_mismatched_checkpoint_names_key_and_shapes(tmp_path):
