@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from minigrad.optim.optimizer import Optimizer
+from minigrad.optim.optimizer import Optimizer, check_same_kind
 
 
 class LRScheduler:
@@ -41,6 +41,15 @@ class LRScheduler:
                 if k not in ("optimizer", "lr_lambdas")}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore what state_dict() returned; ValueError, changing nothing, for a dict
+        with other entries or other kinds of value (a corrupt checkpoint)."""
+        own = self.state_dict()
+        if not isinstance(state_dict, dict) or set(state_dict) != set(own):
+            found = sorted(state_dict) if isinstance(state_dict, dict) else state_dict
+            raise ValueError(f"{type(self).__name__}.load_state_dict: expected the entries "
+                             f"{sorted(own)}, got {str(found)[:80]}")
+        for name, value in state_dict.items():
+            check_same_kind(value, own[name], f"{type(self).__name__} state {name!r}")
         self.__dict__.update(state_dict)
 
 
