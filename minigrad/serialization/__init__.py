@@ -66,8 +66,8 @@ def load(path: str | os.PathLike, map_location=None):
                 for name, array in sorted(arrays.items())}
     header = loads_checked(metadata[_METADATA_KEY], max_depth=structure.MAX_JSON_DEPTH,
                            allow_nan=True, what=f"{path}: the minigrad structure")
-    if not isinstance(header, dict) or header.get("format") != FORMAT or set(header) != {
-            "format", "structure"}:
+    if not (isinstance(header, dict) and set(header) == {"format", "structure"}
+            and header["format"] == FORMAT):
         found = header.get("format") if isinstance(header, dict) else None
         raise ValueError(f"{path}: expected a {FORMAT!r} structure, found format {found!r}")
 
