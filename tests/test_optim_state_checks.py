@@ -60,6 +60,7 @@ BAD = [
     (lambda s: s["param_groups"][0].update(lr="0.1"), "parameter group 0's 'lr' must be like"),
     (lambda s: s["param_groups"][0].update(lr=float("nan")), "'lr' must be like"),
     (lambda s: s["param_groups"][0].update(betas=(0.9, 0.99, 0.5)), "'betas' must be like"),
+    (lambda s: s["param_groups"][0].update(betas=(0.9, "x")), "'betas'[1] must be like 0.999"),
     (lambda s: s["param_groups"][0].update(amsgrad=1), "'amsgrad' must be like False"),
     (lambda s: s["param_groups"][0].pop("eps"), "expected at least"),
     (lambda s: s["param_groups"][0].update(hook={"x": 1}), "'hook'"),
@@ -68,9 +69,12 @@ BAD = [
     (lambda s: s["param_groups"][0].update(params=[0, "1"]), "lists parameter '1'"),
     (lambda s: s["state"].update({5: {}}), "state for parameter 5"),
     (lambda s: s["state"][0].pop("exp_avg"), "has the entries ['exp_avg_sq', 'step']"),
-    (lambda s: s["state"][0].update(exp_avg=mg.zeros(3)), "'exp_avg' must be an array of the "
-                                                          "parameter's shape (2, 3), got (3,)"),
-    (lambda s: s["state"][0].update(exp_avg=1.0), "'exp_avg' must be an array"),
+    (lambda s: s["state"][0].update(exp_avg=mg.zeros(3)), "'exp_avg' must be a floating array "
+                                                          "of the parameter's shape (2, 3), got "
+                                                          "minigrad.float32 of shape (3,)"),
+    (lambda s: s["state"][0].update(exp_avg=mg.zeros(2, 3, dtype=mg.int64)), "'exp_avg' must be"
+                                                                             " a floating array"),
+    (lambda s: s["state"][0].update(exp_avg=1.0), "'exp_avg' must be a floating array"),
     (lambda s: s["state"][0].update(step=1.5), "'step' must be an int >= 0, got 1.5"),
     (lambda s: s.update(state=[]), "'state' must be a dict"),
 ]

@@ -109,8 +109,8 @@ HOSTILE = [
     (_set(("optimizer", "param_groups", 0, "lr"), "fast"), "parameter group 0's 'lr'"),
     (_set(("optimizer", "param_groups", 0, "betas"), (0.9,)), "parameter group 0's 'betas'"),
     (_delete(("optimizer", "param_groups", 0, "eps")), "expected at least"),
-    (_set(("optimizer", "state", 0, "exp_avg"), mg.zeros(3)), "'exp_avg' must be an array of "
-                                                             "the parameter's shape"),
+    (_set(("optimizer", "state", 0, "exp_avg"), mg.zeros(3)), "'exp_avg' must be a floating "
+                                                             "array of the parameter's shape"),
     (_delete(("optimizer", "state", 0, "exp_avg_sq")), "loaded state of parameter 0 has the "
                                                       "entries"),
     (_set(("optimizer", "state", 0, "step"), -1), "'step' must be an int >= 0"),

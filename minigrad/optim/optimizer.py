@@ -161,10 +161,11 @@ class Optimizer:
         for name, value in entries.items():
             kind = (kinds or {}).get(name, "array" if hasattr(value, "shape") else "number")
             if kind == "array":
-                if not hasattr(value, "shape") or tuple(value.shape) != tuple(param.shape):
-                    shape = tuple(value.shape) if hasattr(value, "shape") else repr(value)
-                    raise ValueError(f"{where}: {name!r} must be an array of the parameter's "
-                                     f"shape {tuple(param.shape)}, got {shape}")
+                if not _is_float_array(value) or tuple(value.shape) != tuple(param.shape):
+                    found = (f"{value.dtype} of shape {tuple(value.shape)}"
+                             if hasattr(value, "shape") else repr(value))
+                    raise ValueError(f"{where}: {name!r} must be a floating array of the "
+                                     f"parameter's shape {tuple(param.shape)}, got {found}")
             elif kind == "count":
                 if type(value) is not int or value < 0:
                     raise ValueError(f"{where}: {name!r} must be an int >= 0, got {value!r}")
@@ -189,7 +190,7 @@ def check_same_kind(saved, current, where: str) -> None:
         ok = (isinstance(saved, (int, float)) and not isinstance(saved, bool)
               and math.isfinite(saved))
     elif isinstance(current, (tuple, list)):
-        ok = type(saved) is type(current) and len(saved) == len(current)
+        ok = isinstance(saved, (tuple, list)) and len(saved) == len(current)
         if ok:
             for i, (item, reference) in enumerate(zip(saved, current, strict=True)):
                 check_same_kind(item, reference, f"{where}[{i}]")
@@ -197,6 +198,12 @@ def check_same_kind(saved, current, where: str) -> None:
         ok = True  # an object the optimizer made: nothing to compare
     if not ok:
         raise ValueError(f"{where} must be like {current!r}, got {str(saved)[:60]}")
+
+
+def _is_float_array(value) -> bool:
+    if isinstance(value, Tensor):
+        return value.dtype.is_floating_point
+    return hasattr(value, "shape") and hasattr(value, "dtype") and value.dtype.kind == "f"
 
 
 def _is_plain(value) -> bool:
