@@ -36,7 +36,7 @@ def _checked_cpu_state(state) -> dict:
     if not isinstance(state, dict) or set(state) != fields:
         raise ValueError(f"set_rng_state: expected a dict with the keys {sorted(fields)}, as "
                          f"get_rng_state() returns, got {str(state)[:80]}")
-    if state["bit_generator"] != kind:
+    if type(state["bit_generator"]) is not str or state["bit_generator"] != kind:
         raise ValueError(f"set_rng_state: the state is for a {state['bit_generator']!r} "
                          f"generator, minigrad's is {kind!r}")
     counters = state["state"]

@@ -120,7 +120,9 @@ HOSTILE = [
     (_set(("model", "generator.bias"), mg.zeros(7)), "size mismatch for generator.bias"),
     (_set(("model", "evil"), mg.zeros(1)), "Unexpected key(s) in state_dict: 'evil'"),
     (_set(("model", "generator.bias"), np.zeros(2)), "model: expected a dict of tensors"),
+    (_set(("model", 7), mg.zeros(2)), "model: expected a dict of tensors by name"),
     (_delete(("rng",)), "not a toy_translate checkpoint"),
+    (_set((3,), "int key"), "not a toy_translate checkpoint"),
 ]
 
 
@@ -216,3 +218,41 @@ def test_the_cli_names_a_bad_checkpoint_in_one_line_and_exits_1(saved_run, tmp_p
             assert len(lines) == 1 and lines[0].startswith(f"toy_translate: {path}: ")
             assert problem in lines[0], lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def _paths(node, prefix=()):
+    """Every path into the nested dicts and lists of a loaded checkpoint."""
+    yield prefix
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, (*prefix, key))
+    elif isinstance(node, (list, tuple)):
+        for index, value in enumerate(node):
+            yield from _paths(value, (*prefix, index))
+
+
+_ODD_VALUES = [None, -1, 0, 2**70, 1e308, float("nan"), "x", True, [], {}, (1,), {7: "x"},
+               [mg.zeros(1)], mg.zeros(1), mg.zeros(2, 2, dtype=mg.int64), np.zeros(3)]
+
+
+def test_any_field_replaced_by_an_odd_value_is_a_checkpoint_error(saved_run, tmp_path):
+    """Structured fuzzing: the bytes are valid, one field of the run is replaced by a
+    value of another kind; loading says so or works, and raises nothing else."""
+    _, saved = saved_run
+    paths = [path for path in _paths(saved) if path]
+    rng = random.Random(11)
+    for trial in range(150):
+        hostile = copy.deepcopy(saved)
+        path = rng.choice(paths)
+        parent = hostile
+        for key in path[:-1]:
+            parent = parent[key]
+        if isinstance(parent, tuple):
+            continue  # tuples are immutable: their parent was or will be drawn
+        parent[path[-1]] = copy.deepcopy(rng.choice(_ODD_VALUES))
+        file = tmp_path / f"odd{trial}.safetensors"
+        mg.save(hostile, file)
+        try:
+            load_run(str(file), "cpu")
+        except CheckpointError as exc:
+            assert str(exc).startswith(str(file))

@@ -120,7 +120,7 @@ def _load_checked(path: str) -> dict:
     """mg.load (host copies: the model moves them to its device), then the run's keys."""
     saved = mg.load(path, map_location="cpu")
     if not isinstance(saved, dict) or set(saved) != _RUN_KEYS:
-        found = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
+        found = sorted(map(str, saved)) if isinstance(saved, dict) else type(saved).__name__
         raise ValueError(f"not a toy_translate checkpoint: expected the entries "
                          f"{sorted(_RUN_KEYS)}, found {str(found)[:200]}")
     return saved
@@ -146,8 +146,9 @@ def _check_sizes(config: Config, model_state, src_vocab: Vocab, tgt_vocab: Vocab
     """Compare the config's sizes with the tensors in the file, so that building the model
     allocates no more than the file holds; load_state_dict checks every shape after."""
     if not isinstance(model_state, dict) or not all(
-            isinstance(value, mg.Tensor) for value in model_state.values()):
-        raise ValueError("model: expected a dict of tensors")
+            isinstance(name, str) and isinstance(value, mg.Tensor)
+            for name, value in model_state.items()):
+        raise ValueError("model: expected a dict of tensors by name")
     expected = {
         "src_embed.embedding.weight": (len(src_vocab), config.d_model),
         "tgt_embed.embedding.weight": (len(tgt_vocab), config.d_model),
@@ -215,6 +216,7 @@ def _check_scheduler_matches(scheduler_state, config: Config, step: int) -> None
     if not isinstance(scheduler_state, dict):
         raise ValueError(f"scheduler must be a dict, got {type(scheduler_state).__name__}")
     for name, value in expected.items():
-        if scheduler_state.get(name) != value or isinstance(scheduler_state.get(name), bool):
-            raise ValueError(f"scheduler's {name} is {scheduler_state.get(name)!r}, the config "
-                             f"and step say {value!r}")
+        found = scheduler_state.get(name)
+        if type(found) not in (int, float) or found != value:
+            raise ValueError(f"scheduler's {name} is {found!r}, the config and step say "
+                             f"{value!r}")

@@ -123,7 +123,7 @@ class Config:
         """Rebuild a Config written by `to_dict`; ValueError for anything else."""
         names = {field.name for field in fields(cls)}
         if not isinstance(data, dict) or set(data) != names:
-            found = sorted(data) if isinstance(data, dict) else type(data).__name__
+            found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
             raise ValueError(f"a config must have exactly the fields {sorted(names)}, "
                              f"got {found}")
         return cls(**data)

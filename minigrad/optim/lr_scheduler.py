@@ -45,7 +45,7 @@ class LRScheduler:
         with other entries or other kinds of value (a corrupt checkpoint)."""
         own = self.state_dict()
         if not isinstance(state_dict, dict) or set(state_dict) != set(own):
-            found = sorted(state_dict) if isinstance(state_dict, dict) else state_dict
+            found = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else state_dict
             raise ValueError(f"{type(self).__name__}.load_state_dict: expected the entries "
                              f"{sorted(own)}, got {str(found)[:80]}")
         for name, value in state_dict.items():

@@ -130,7 +130,7 @@ class Optimizer:
             where = f"parameter group {number}"
             required = {"params", *self.defaults}
             if not isinstance(saved, dict) or not required <= set(saved):
-                found = sorted(saved) if isinstance(saved, dict) else saved
+                found = sorted(map(str, saved)) if isinstance(saved, dict) else saved
                 raise ValueError(f"loaded state dict's {where} has the entries {found}, "
                                  f"expected at least {sorted(required)}")
             for name, value in saved.items():
@@ -156,7 +156,8 @@ class Optimizer:
         where = f"loaded state of parameter {index}"
         kinds = self._state_kinds(group)
         if not isinstance(entries, dict) or (kinds is not None and set(entries) != set(kinds)):
-            found = sorted(entries) if isinstance(entries, dict) else type(entries).__name__
+            found = (sorted(map(str, entries)) if isinstance(entries, dict)
+                     else type(entries).__name__)
             raise ValueError(f"{where} has the entries {found}, expected {sorted(kinds or [])}")
         for name, value in entries.items():
             kind = (kinds or {}).get(name, "array" if hasattr(value, "shape") else "number")
