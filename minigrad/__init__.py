@@ -15,6 +15,8 @@ from minigrad.autograd import (
 from minigrad.backend import Device, cuda
 from minigrad.creation import (
     arange,
+    empty,
+    empty_like,
     eye,
     from_numpy,
     full,
