@@ -25,7 +25,7 @@ from minigrad.backend.device import CPU
 from minigrad.serialization import safetensors_file, structure
 from minigrad.serialization.atomic import replace_file
 from minigrad.serialization.json_checks import loads_checked
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 FORMAT = "minigrad.checkpoint/1"
 _METADATA_KEY = "minigrad"
