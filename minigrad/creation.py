@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import dtypes
-from minigrad import random as _random
 from minigrad.backend import as_device, to_device
+from minigrad.generator import source as random_source
 from minigrad.tensor import Tensor, constant
 
 
@@ -89,24 +89,53 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
     return _make(np.eye(n, m, dtype=_float(dtype).np), None, device, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1)."""
+def rand(*size, generator=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) (from `generator` when given, see mg.Generator)."""
     device = as_device(device)
-    array = _random.uniform(_shape(size), 0.0, 1.0, _float(dtype), device)
+    array = random_source(generator).uniform(_shape(size), 0.0, 1.0, _float(dtype), device)
     return _make(array, None, device, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
+def randn(*size, generator=None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples (from `generator` when given, see mg.Generator)."""
     device = as_device(device)
-    array = _random.normal(_shape(size), 0.0, 1.0, _float(dtype), device)
+    array = random_source(generator).normal(_shape(size), 0.0, 1.0, _float(dtype), device)
     return _make(array, None, device, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
-    """Integers uniform in [low, high) (or [0, low) when high is omitted)."""
-    if high is None:
-        low, high = 0, low
+def randint(*args, size=None, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform in [low, high), as torch.randint: randint(high, size) or
+    randint(low, high, size), size a tuple (or size=...); low defaults to 0."""
+    low, high, size = _randint_arguments(args, size)
     device = as_device(device)
-    array = _random.integers(low, high, _shape((size,)), device)
-    return _make(array, dtype, device, False)
+    array = random_source(generator).integers(low, high, _shape((size,)), device)
+    return _make(array, dtype, device, requires_grad)
+
+
+def _randint_arguments(args: tuple, size) -> tuple:
+    if size is None and args:
+        *args, size = args
+    if size is None or len(args) not in (1, 2):
+        raise TypeError(
+            "randint: expected randint(high, size) or randint(low, high, size), size a "
+            f"tuple such as (3,); got positional arguments {args} and size={size!r}"
+        )
+    if isinstance(size, int):
+        raise TypeError(f"randint: size must be a tuple such as ({size},), got the int {size}")
+    low, high = (0, *args) if len(args) == 1 else args
+    if low >= high:
+        raise RuntimeError(f"randint: expected low < high, got low={low} and high={high}")
+    return low, high, size
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0, ..., n - 1 (int64 unless dtype says otherwise)."""
+    device = as_device(device)
+    # the order that sorts n uniform draws is a uniformly random permutation
+    keys = random_source(generator).uniform((n,), 0.0, 1.0, dtypes.float64, device)
+    order = keys.argsort(kind="stable") if device.type == "cpu" else keys.argsort()
+    return _make(order.astype(np.int64), dtype, device, requires_grad)

@@ -65,3 +65,10 @@ def uniform_like(t, low: float, high: float):
 
 def normal_like(t, mean: float, std: float):
     return normal(t.shape, mean, std, t.dtype, t.device)
+
+
+def manual_seed_gpu(seed: int) -> None:
+    """Seed the GPU generator alone (mg.cuda.manual_seed); nothing to seed without CUDA."""
+    cupy = cupy_or_none()
+    if cupy is not None:
+        cupy.random.seed(seed)

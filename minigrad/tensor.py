@@ -12,11 +12,12 @@ import weakref
 
 import numpy as np
 
-from minigrad import dtypes, ops
-from minigrad import random as _random
+from minigrad import dtypes, ops, suggest
 from minigrad.autograd import engine
 from minigrad.backend import array_module, as_device, to_device
 from minigrad.backend.device import CPU
+from minigrad.generator import source as random_source
+from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
 
 
@@ -59,7 +60,15 @@ class Tensor(TensorBase):
         return self.permute(*reversed(range(self.ndim)))
 
     def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[dim]
+        """The shape (an mg.Size), or the size of one dim."""
+        if dim is None:
+            return self.shape
+        return self.data.shape[normalize_dim(dim, self.ndim, "size")]
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie in memory in row-major order without gaps (what
+        view() needs where it merges dims)."""
+        return bool(self.data.flags.c_contiguous)
 
     def numel(self) -> int:
         return int(self.data.size)
@@ -71,6 +80,28 @@ class Tensor(TensorBase):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.4f}" formats a 0-d tensor as its number; other tensors take only the
+        empty spec (their repr), as in PyTorch."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if not spec:
+            return str(self)
+        raise TypeError(
+            f"unsupported format string {spec!r} passed to Tensor.__format__: only 0-d "
+            f"tensors format as numbers, this one has shape {tuple(self.shape)}; use "
+            ".item() or .tolist()"
+        )
+
+    def __getattr__(self, name: str):
+        # reached only when ordinary lookup fails: a name Tensor lacks gets an error that
+        # says what minigrad has instead. A name Tensor has failed inside its property or
+        # slot: look it up again so that the original error surfaces, not this one.
+        if hasattr(type(self), name):
+            return object.__getattribute__(self, name)
+        raise suggest.missing_attribute("'Tensor' object", name, suggest.TENSOR_NEAR,
+                                        dir(Tensor), inplace_of=ops.TENSOR_METHODS)
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
@@ -251,59 +282,31 @@ class Tensor(TensorBase):
     def __rmatmul__(self, other):
         return ops.matmul(other, self)
 
+    __floordiv__ = ops.floor_divide
+
+    def __rfloordiv__(self, other):
+        return ops.floor_divide(other, self)
+
     __hash__ = object.__hash__
 
     # A method whose arguments are those of the op, self first, is the op function itself:
-    # x.exp() is mg.exp(x), x.sum(1) is mg.sum(x, 1). The others adapt their arguments.
-    # ------------------------------------------------------------------ elementwise
-    exp = ops.exp
-    log = ops.log
-    sqrt = ops.sqrt
-    rsqrt = ops.rsqrt
-    abs = ops.abs
-    tanh = ops.tanh
-    sigmoid = ops.sigmoid
-    relu = ops.relu
-    gelu = ops.gelu
-    pow = ops.pow
-    clamp = ops.clamp
-    masked_fill = ops.masked_fill
-    softmax = ops.softmax
-    log_softmax = ops.log_softmax
-    maximum = ops.maximum
-    clone = ops.clone
+    # x.exp() is mg.exp(x), x.gather(1, i) is mg.gather(x, 1, i). minigrad/ops/__init__.py
+    # lists them all in TENSOR_METHODS (about a hundred); this one line binds each name in
+    # the class body. The methods below it adapt their arguments.
+    vars().update({name: getattr(ops, name) for name in ops.TENSOR_METHODS})
 
-    # ------------------------------------------------------------------ reductions
-    sum = ops.sum
-    mean = ops.mean
-    max = ops.max
-    min = ops.min
-    argmax = ops.argmax
-    argmin = ops.argmin
-    var = ops.var
-    std = ops.std
-    logsumexp = ops.logsumexp
-
-    # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
         return ops.reshape(self, shape)
-
-    view = reshape
 
     def permute(self, *dims):
         return ops.permute(self, dims)
 
-    transpose = ops.transpose
-    unsqueeze = ops.unsqueeze
-    squeeze = ops.squeeze
-
     def expand(self, *sizes):
         return ops.expand(self, sizes)
 
-    flatten = ops.flatten
-    contiguous = ops.contiguous
-    split = ops.split
-    chunk = ops.chunk
+    def where(self, condition, other):
+        """self where condition holds, other elsewhere: mg.where(condition, self, other)."""
+        return ops.where(condition, self, other)
 
     # ------------------------------------------------------------------ in place
     # In-place ops never enter the graph; they bump the version counter, so a backward
@@ -335,11 +338,13 @@ class Tensor(TensorBase):
     def clamp_(self, min=None, max=None):  # noqa: A002
         return ops.inplace(self, "clamp", None, low=min, high=max)
 
-    def uniform_(self, low: float = 0.0, high: float = 1.0):
-        return ops.inplace(self, "copy", _random.uniform_like(self, low, high))
+    def uniform_(self, low: float = 0.0, high: float = 1.0, *, generator=None):
+        draws = random_source(generator).uniform(self.shape, low, high, self.dtype, self.device)
+        return ops.inplace(self, "copy", draws)
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0):
-        return ops.inplace(self, "copy", _random.normal_like(self, mean, std))
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None):
+        draws = random_source(generator).normal(self.shape, mean, std, self.dtype, self.device)
+        return ops.inplace(self, "copy", draws)
 
 
 def constant(array) -> Tensor:
