@@ -105,27 +105,29 @@ def randn(*size, generator=None, dtype=None, device=None,
     return _make(array, None, device, requires_grad)
 
 
-def randint(*args, size=None, generator=None, dtype=None, device=None,
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
     """Integers uniform in [low, high), as torch.randint: randint(high, size) or
-    randint(low, high, size), size a tuple (or size=...); low defaults to 0."""
-    low, high, size = _randint_arguments(args, size)
+    randint(low, high, size), size a tuple; low defaults to 0. Keywords work too."""
+    low, high, size = _randint_arguments(list(args), low, high, size)
     device = as_device(device)
     array = random_source(generator).integers(low, high, _shape((size,)), device)
     return _make(array, dtype, device, requires_grad)
 
 
-def _randint_arguments(args: tuple, size) -> tuple:
-    if size is None and args:
-        *args, size = args
-    if size is None or len(args) not in (1, 2):
+def _randint_arguments(positional: list, low, high, size) -> tuple:
+    if size is None and positional and isinstance(positional[-1], (tuple, list)):
+        size = positional.pop()
+    if high is None and positional:
+        high = positional.pop()
+    if low is None:
+        low = positional.pop() if positional else 0
+    if positional or high is None or size is None:
         raise TypeError(
-            "randint: expected randint(high, size) or randint(low, high, size), size a "
-            f"tuple such as (3,); got positional arguments {args} and size={size!r}"
+            "randint: expected randint(high, size) or randint(low, high, size) with size a "
+            f"tuple such as (3,); got low={low!r}, high={high!r}, size={size!r}"
+            + (f" and extra arguments {positional}" if positional else "")
         )
-    if isinstance(size, int):
-        raise TypeError(f"randint: size must be a tuple such as ({size},), got the int {size}")
-    low, high = (0, *args) if len(args) == 1 else args
     if low >= high:
         raise RuntimeError(f"randint: expected low < high, got low={low} and high={high}")
     return low, high, size

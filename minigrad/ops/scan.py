@@ -29,7 +29,8 @@ class Cumsum(Function):
 class Cumprod(Function):
     """out_i = prod_{j <= i} x_j along a dim;
     dx_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k, which is
-    sum_{j >= i} g_j out_j / x_i where no x_k is 0 (see _cumprod_grad_with_zeros for the rest)"""
+    sum_{j >= i} g_j out_j / x_i where no out_j is 0 (no x_k is 0, and no product
+    underflows); see _cumprod_grad_with_zeros for the rest"""
 
     def forward(self, x, axis):
         out = array_module(x).cumprod(x, axis=axis)
@@ -39,7 +40,8 @@ class Cumprod(Function):
 
     def backward(self, grad):
         x, out = self.saved
-        if not bool((x.data == 0).any()):
+        xp = x.xp
+        if not bool((xp.abs(out.data) < xp.finfo(out.data.dtype).tiny).any()):
             return _reverse_cumsum(grad * out, self.axis) / x
         return _cumprod_grad_with_zeros(x, out, grad, self.axis)
 

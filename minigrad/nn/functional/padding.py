@@ -62,12 +62,12 @@ def _amounts(input: Tensor, pad, mode: str) -> dict:
         if size + before + after < 0:
             raise ValueError(f"pad: {(before, after)} leaves dim {dim} of size {size} "
                              f"(input shape {tuple(input.shape)}) with a negative size")
-        limit = size - 1 if mode == "reflect" else size
+        # reflect mirrors the whole dim; circular wraps what is left after cropping
+        limit = size - 1 if mode == "reflect" else size + min(before, 0) + min(after, 0)
         if mode in ("reflect", "circular") and max(before, after) > limit:
             raise ValueError(
-                f"pad: mode {mode!r} pads at most {limit} elements on a side of a dim of "
-                f"size {size}, got {(before, after)} for dim {dim} (input shape "
-                f"{tuple(input.shape)})"
+                f"pad: mode {mode!r} pads at most {limit} elements on a side of dim {dim} "
+                f"of size {size}, got {(before, after)} (input shape {tuple(input.shape)})"
             )
         if mode == "replicate" and size == 0 and max(before, after) > 0:
             raise ValueError(f"pad: mode 'replicate' cannot pad the empty dim {dim}")
@@ -89,15 +89,19 @@ def _constant(input: Tensor, amounts: dict, value) -> Tensor:
 
 
 def _source_positions(input: Tensor, dim: int, before: int, after: int, mode: str):
-    """For each position of the padded dim, the input position it copies."""
+    """For each position of the padded dim, the input position it copies (PyTorch's
+    rules: reflect and replicate read the whole dim, negative amounts cropping the result;
+    circular crops first and wraps around what is left)."""
     xp = input.xp
     size = input.shape[dim]
+    if mode == "circular":
+        start, kept = max(-before, 0), size + min(before, 0) + min(after, 0)
+        positions = xp.arange(-max(before, 0), kept + max(after, 0))
+        return (positions % max(kept, 1) + start).astype(xp.int64)
     positions = xp.arange(-before, size + after)
     if mode == "reflect":
         positions = xp.abs(positions)  # mirror at 0 ...
         positions = (size - 1) - xp.abs((size - 1) - positions)  # ... and at size - 1
-    elif mode == "replicate":
-        positions = xp.clip(positions, 0, size - 1)
     else:
-        positions = positions % size
+        positions = xp.clip(positions, 0, size - 1)
     return positions.astype(xp.int64)
