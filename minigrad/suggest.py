@@ -1,10 +1,11 @@
 """AttributeErrors that help: when code written for PyTorch reaches for a name minigrad
 lacks, the error says what minigrad has instead.
 
-`mg.X`, `F.X` (minigrad.nn.functional) and `tensor.X` consult the tables below only after
-ordinary lookup has failed (module `__getattr__`, `Tensor.__getattr__`), so they cost
-nothing on the way to a name that exists. A name not in a table gets the closest existing
-names, if any are close.
+`mg.X` and `F.X` (minigrad.nn.functional) consult the tables below from a module
+`__getattr__`, which Python calls only after ordinary lookup has failed; a name in no
+table gets the closest existing names, if any are close. `tensor.X` works differently, see
+tensor_hints(): Tensor has no `__getattr__`, whose mere presence would slow every
+attribute read of every tensor.
 """
 from __future__ import annotations
 
@@ -91,23 +92,48 @@ TENSOR_NEAR = {
 }
 
 
-def missing_attribute(owner: str, name: str, near: dict, existing,
-                      inplace_of=()) -> AttributeError:
-    """The AttributeError for `owner.name`: what to use instead when `near` knows, the
-    out-of-place form for `f_` where `f` is in `inplace_of`, else the closest of the
-    `existing` names. Private names get the plain error at once."""
+# in-place forms PyTorch's Tensor has and minigrad's lacks
+MISSING_INPLACE = (
+    "abs_", "clip_", "cos_", "cumsum_", "erf_", "exp_", "floor_divide_", "log_", "neg_",
+    "pow_", "relu_", "rsqrt_", "sigmoid_", "sin_", "sqrt_", "square_", "squeeze_", "tanh_",
+    "transpose_", "unsqueeze_",
+)
+
+
+def missing_attribute(owner: str, name: str, near: dict, existing) -> AttributeError:
+    """The AttributeError for `owner.name` (a module's): what to use instead when `near`
+    knows, else the closest of the `existing` names. Private names get the plain error."""
     message = f"{owner} has no attribute {name!r}"
     if name.startswith("_"):
         return AttributeError(message, name=name)
     if name in near:
         message += f"; minigrad has {near[name]} instead"
-    elif name.endswith("_") and name[:-1] in inplace_of:
-        # an in-place form PyTorch has and minigrad does not: x.exp_() -> x.copy_(x.exp())
-        message += (f"; minigrad has no in-place {name}: use x.copy_(x.{name[:-1]}(...)) or "
-                    f"x = x.{name[:-1]}(...)")
     else:
         close = difflib.get_close_matches(name, [n for n in existing if not n.startswith("_")],
                                           n=3, cutoff=0.75)
         if close:
             message += f"; did you mean {' or '.join(repr(c) for c in close)}?"
     return AttributeError(message, name=name)
+
+
+def tensor_hints() -> dict:
+    """{name: property} for Tensor's class body: reading one of the names of TENSOR_NEAR
+    or MISSING_INPLACE raises an AttributeError that says what to use instead (hasattr()
+    is False, as for any missing name). Properties, not a __getattr__: in CPython a class
+    with __getattr__ takes every attribute read of its instances off the interpreter's
+    specialised fast path, which cost 7-13% of a small op's instructions (measured with
+    benchmarks/bench_instructions.py); a property costs only when read. Other misspelt
+    names get Python's own "Did you mean" in the traceback."""
+    hints = {name: f"minigrad has {instead} instead" for name, instead in TENSOR_NEAR.items()}
+    for name in MISSING_INPLACE:
+        out_of_place = name[:-1]
+        hints[name] = (f"minigrad has no in-place {name}: use x = x.{out_of_place}(...), or "
+                       f"x.copy_(x.{out_of_place}(...)) to write into x")
+    return {name: _raising_property(name, hint) for name, hint in hints.items()}
+
+
+def _raising_property(name: str, hint: str) -> property:
+    def read(self):
+        raise AttributeError(f"'Tensor' object has no attribute {name!r}; {hint}", name=name)
+
+    return property(read, doc=hint)

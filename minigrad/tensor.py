@@ -20,6 +20,8 @@ from minigrad.generator import source as random_source
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
 
+_HINTS = suggest.tensor_hints()
+
 
 class Tensor(TensorBase):
     """A multi-dimensional array that records the ops applied to it when it requires grad.
@@ -66,8 +68,7 @@ class Tensor(TensorBase):
         return self.data.shape[normalize_dim(dim, self.ndim, "size")]
 
     def is_contiguous(self) -> bool:
-        """Whether the elements lie in memory in row-major order without gaps (what
-        view() needs where it merges dims)."""
+        """Whether the elements lie in row-major order without gaps (see view())."""
         return bool(self.data.flags.c_contiguous)
 
     def numel(self) -> int:
@@ -82,8 +83,7 @@ class Tensor(TensorBase):
         return self.shape[0]
 
     def __format__(self, spec: str) -> str:
-        """f"{loss:.4f}" formats a 0-d tensor as its number; other tensors take only the
-        empty spec (their repr), as in PyTorch."""
+        """f"{loss:.4f}" formats a 0-d tensor as its number; others take only "", as in torch."""
         if self.ndim == 0:
             return format(self.item(), spec)
         if not spec:
@@ -94,14 +94,8 @@ class Tensor(TensorBase):
             ".item() or .tolist()"
         )
 
-    def __getattr__(self, name: str):
-        # reached only when ordinary lookup fails: a name Tensor lacks gets an error that
-        # says what minigrad has instead. A name Tensor has failed inside its property or
-        # slot: look it up again so that the original error surfaces, not this one.
-        if hasattr(type(self), name):
-            return object.__getattribute__(self, name)
-        raise suggest.missing_attribute("'Tensor' object", name, suggest.TENSOR_NEAR,
-                                        dir(Tensor), inplace_of=ops.TENSOR_METHODS)
+    def __dir__(self):
+        return [name for name in super().__dir__() if name not in _HINTS]
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
@@ -250,6 +244,7 @@ class Tensor(TensorBase):
     __truediv__ = ops.div
     __pow__ = ops.pow
     __matmul__ = ops.matmul
+    __floordiv__ = ops.floor_divide
     __eq__ = ops.eq
     __ne__ = ops.ne
     __lt__ = ops.lt
@@ -282,8 +277,6 @@ class Tensor(TensorBase):
     def __rmatmul__(self, other):
         return ops.matmul(other, self)
 
-    __floordiv__ = ops.floor_divide
-
     def __rfloordiv__(self, other):
         return ops.floor_divide(other, self)
 
@@ -307,6 +300,10 @@ class Tensor(TensorBase):
     def where(self, condition, other):
         """self where condition holds, other elsewhere: mg.where(condition, self, other)."""
         return ops.where(condition, self, other)
+
+    # names PyTorch's Tensor has and this one lacks read as AttributeErrors that say what
+    # to use instead (see minigrad/suggest.py; __dir__ leaves them out)
+    vars().update({name: hint for name, hint in _HINTS.items() if name not in vars()})
 
     # ------------------------------------------------------------------ in place
     # In-place ops never enter the graph; they bump the version counter, so a backward
