@@ -139,5 +139,4 @@ def randperm(n: int, *, generator=None, dtype=None, device=None,
     device = as_device(device)
     # the order that sorts n uniform draws is a uniformly random permutation
     keys = random_source(generator).uniform((n,), 0.0, 1.0, dtypes.float64, device)
-    order = keys.argsort(kind="stable") if device.type == "cpu" else keys.argsort()
-    return _make(order.astype(np.int64), dtype, device, requires_grad)
+    return _make(keys.argsort().astype(np.int64), dtype, device, requires_grad)
