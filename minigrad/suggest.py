@@ -116,20 +116,23 @@ def missing_attribute(owner: str, name: str, near: dict, existing) -> AttributeE
     return AttributeError(message, name=name)
 
 
-def tensor_hints() -> dict:
+def tensor_hints(defined) -> dict:
     """{name: property} for Tensor's class body: reading one of the names of TENSOR_NEAR
-    or MISSING_INPLACE raises an AttributeError that says what to use instead (hasattr()
-    is False, as for any missing name). Properties, not a __getattr__: in CPython a class
-    with __getattr__ takes every attribute read of its instances off the interpreter's
-    specialised fast path, which cost 7-13% of a small op's instructions (measured with
-    benchmarks/bench_instructions.py); a property costs only when read. Other misspelt
-    names get Python's own "Did you mean" in the traceback."""
+    or MISSING_INPLACE that the class has not `defined` raises an AttributeError that says
+    what to use instead (hasattr() is False, as for any missing name).
+
+    Properties, not a __getattr__: in CPython a class with __getattr__ takes every
+    attribute read of its instances off the interpreter's specialised fast path, which
+    cost 7-13% of a small op's instructions (benchmarks/bench_instructions.py); a property
+    costs only when read. Other misspelt names get Python's own "Did you mean" in the
+    traceback."""
     hints = {name: f"minigrad has {instead} instead" for name, instead in TENSOR_NEAR.items()}
     for name in MISSING_INPLACE:
         out_of_place = name[:-1]
         hints[name] = (f"minigrad has no in-place {name}: use x = x.{out_of_place}(...), or "
                        f"x.copy_(x.{out_of_place}(...)) to write into x")
-    return {name: _raising_property(name, hint) for name, hint in hints.items()}
+    return {name: _raising_property(name, hint) for name, hint in hints.items()
+            if name not in defined}
 
 
 def _raising_property(name: str, hint: str) -> property:

@@ -20,8 +20,6 @@ from minigrad.generator import source as random_source
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
 
-_HINTS = suggest.tensor_hints()
-
 
 class Tensor(TensorBase):
     """A multi-dimensional array that records the ops applied to it when it requires grad.
@@ -95,7 +93,7 @@ class Tensor(TensorBase):
         )
 
     def __dir__(self):
-        return [name for name in super().__dir__() if name not in _HINTS]
+        return [name for name in super().__dir__() if name not in self._hints]
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
@@ -301,10 +299,6 @@ class Tensor(TensorBase):
         """self where condition holds, other elsewhere: mg.where(condition, self, other)."""
         return ops.where(condition, self, other)
 
-    # names PyTorch's Tensor has and this one lacks read as AttributeErrors that say what
-    # to use instead (see minigrad/suggest.py; __dir__ leaves them out)
-    vars().update({name: hint for name, hint in _HINTS.items() if name not in vars()})
-
     # ------------------------------------------------------------------ in place
     # In-place ops never enter the graph; they bump the version counter, so a backward
     # that saved this tensor before the change raises instead of using stale values.
@@ -336,12 +330,19 @@ class Tensor(TensorBase):
         return ops.inplace(self, "clamp", None, low=min, high=max)
 
     def uniform_(self, low: float = 0.0, high: float = 1.0, *, generator=None):
-        draws = random_source(generator).uniform(self.shape, low, high, self.dtype, self.device)
+        draws = random_source(generator).uniform(self.data.shape, low, high, self.dtype,
+                                                 self.device)
         return ops.inplace(self, "copy", draws)
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None):
-        draws = random_source(generator).normal(self.shape, mean, std, self.dtype, self.device)
+        draws = random_source(generator).normal(self.data.shape, mean, std, self.dtype,
+                                                self.device)
         return ops.inplace(self, "copy", draws)
+
+    # names PyTorch's Tensor has and this one lacks read as AttributeErrors that say what
+    # to use instead (see minigrad/suggest.py); __dir__ leaves them out
+    _hints = suggest.tensor_hints(defined=vars())
+    vars().update(_hints)
 
 
 def constant(array) -> Tensor:

@@ -37,7 +37,7 @@ class Scatter(Function):
     def backward(self, grad):
         grad_x = grad_src = None
         if self.needs_input_grad[0]:
-            kept = array_module(grad.data).ones(grad.shape, dtype=grad.data.dtype)
+            kept = array_module(grad.data).ones(grad.data.shape, dtype=grad.data.dtype)
             kept[self.positions] = 0
             grad_x = grad * grad._wrap(kept)
         if self.needs_input_grad[1]:
@@ -181,7 +181,7 @@ def _source(x: Tensor, src, index: Tensor, op: str) -> Tensor:
     number becomes a constant of index's shape."""
     if not isinstance(src, TensorBase):
         xp = x.xp
-        return x._wrap(xp.full(index.shape, src, dtype=x.data.dtype))
+        return x._wrap(xp.full(index.data.shape, src, dtype=x.data.dtype))
     if src.ndim != index.ndim or any(s < n for s, n in zip(src.shape, index.shape)):
         raise RuntimeError(
             f"{op}: src of shape {tuple(src.shape)} must have index's number of dims and "
