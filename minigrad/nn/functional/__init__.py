@@ -2,6 +2,7 @@
 
     import minigrad.nn.functional as F
 """
+from minigrad import suggest
 from minigrad.nn.functional.activation import (
     elu,
     gelu,
@@ -27,8 +28,9 @@ from minigrad.nn.functional.linear import linear
 from minigrad.nn.functional.loss import cross_entropy, nll_loss
 from minigrad.nn.functional.normalization import layer_norm
 from minigrad.nn.functional.normalize import normalize
+from minigrad.nn.functional.padding import pad
 from minigrad.nn.functional.regression_loss import huber_loss, l1_loss, mse_loss, smooth_l1_loss
-from minigrad.nn.functional.sparse import embedding
+from minigrad.nn.functional.sparse import embedding, one_hot
 
 __all__ = [
     "attention",
@@ -52,6 +54,8 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "normalize",
+    "one_hot",
+    "pad",
     "relu",
     "scaled_dot_product_attention",
     "sigmoid",
@@ -61,3 +65,9 @@ __all__ = [
     "softplus",
     "tanh",
 ]
+
+
+def __getattr__(name: str):
+    # reached only for names F lacks: say what minigrad has instead (minigrad/suggest.py)
+    raise suggest.missing_attribute("module 'minigrad.nn.functional'", name,
+                                    suggest.FUNCTIONAL_NEAR, globals())
