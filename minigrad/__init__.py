@@ -64,6 +64,7 @@ from minigrad.ops import (
 )
 from minigrad.random import get_rng_state, manual_seed, set_rng_state
 from minigrad import nn, optim  # noqa: I001  (last: they import the names above)
+from minigrad import distributed, utils
 from minigrad.serialization import load, save
 
 long = int64

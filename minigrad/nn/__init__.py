@@ -1,5 +1,5 @@
 """minigrad.nn: modules, parameters, layers, init and functional (PyTorch's torch.nn)."""
-from minigrad.nn import functional, init, utils
+from minigrad.nn import functional, init, parallel, utils
 from minigrad.nn.activation import GELU, ReLU, Softmax
 from minigrad.nn.containers import ModuleDict, ModuleList, Sequential
 from minigrad.nn.dropout import Dropout
@@ -24,5 +24,6 @@ __all__ = [
     "Softmax",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]

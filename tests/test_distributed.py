@@ -1,0 +1,86 @@
+"""minigrad.distributed and DistributedDataParallel, two ranks under mpiexec.
+
+The checks themselves run inside the ranks (tests/mpi/*.py); each test here starts one
+job, with a timeout, and reads its exit status and output. Without mpi4py and an mpiexec
+(pip install -e ".[distributed]") they skip with the reason; the checks that need no
+MPI at all run anyway.
+"""
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import minigrad as mg
+import minigrad.distributed as dist
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "tests" / "mpi"
+RANKS = 2
+
+needs_mpi = pytest.mark.skipif(
+    importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None,
+    reason="mpi4py or mpiexec missing: pip install -e '.[distributed]' (mpi4py, MPICH)")
+
+
+def run_job(script: str, *args: str, ranks: int = RANKS, timeout: float = 120):
+    """Run tests/mpi/<script> under mpiexec (ranks=None: one plain process)."""
+    from minigrad.distributed.launch import mpiexec_command
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    launcher = [] if ranks is None else mpiexec_command(ranks)
+    return subprocess.run([*launcher, sys.executable, str(SCRIPTS / script), *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_every_rank_passed(result, ranks: int, marker: str) -> None:
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(ranks):
+        assert f"rank {rank} of {ranks}: " in result.stdout, result.stdout
+    assert result.stdout.count(marker) == ranks, result.stdout
+
+
+def test_collectives_before_init_raise_and_nothing_needs_mpi4py():
+    assert not dist.is_initialized()
+    for call in (lambda: dist.all_reduce(mg.zeros(2)), lambda: dist.get_rank(),
+                 lambda: dist.broadcast(mg.zeros(2), 0), lambda: dist.barrier()):
+        with pytest.raises(RuntimeError, match="not been initialized.*init_process_group"):
+            call()
+    with pytest.raises(ValueError, match="unknown backend 'gloo'.*minigrad's is 'mpi'"):
+        dist.init_process_group("gloo")
+
+
+@needs_mpi
+def test_every_collective_op_and_dtype_matches_numpy_on_both_ranks():
+    result = run_job("collectives.py")
+    assert_every_rank_passed(result, RANKS, "collective checks passed")
+
+
+@needs_mpi
+def test_collectives_in_a_job_of_one():
+    result = run_job("collectives.py", ranks=None)
+    assert_every_rank_passed(result, 1, "collective checks passed")
+
+
+@needs_mpi
+def test_ddp_matches_one_process_on_the_whole_batch():
+    result = run_job("ddp.py")
+    assert_every_rank_passed(result, RANKS, "DDP checks passed")
+
+
+@needs_mpi
+@pytest.mark.parametrize("failure", ["raise", "kill"])
+def test_a_failing_rank_ends_the_job_quickly(failure):
+    started = time.monotonic()
+    result = run_job("failures.py", failure, timeout=30)
+    assert time.monotonic() - started < 30
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "the job was not stopped" not in result.stdout
+    assert f"rank 1 fails at step 3 ({failure})" in result.stdout
+    if failure == "raise":
+        assert "[rank 1] uncaught exception, aborting all 2 ranks" in result.stderr
+        assert "ValueError: rank 1 fails on purpose" in result.stderr
