@@ -54,6 +54,25 @@ def test_collectives_before_init_raise_and_nothing_needs_mpi4py():
         dist.init_process_group("gloo")
 
 
+def test_without_mpi4py_everything_imports_and_init_says_what_to_install():
+    code = """
+import sys
+sys.modules["mpi4py"] = None  # as if it were not installed
+import minigrad as mg, minigrad.distributed as dist
+from minigrad.nn.parallel import DistributedDataParallel
+from minigrad.utils.data import DataLoader, DistributedSampler
+assert not dist.is_available()
+try:
+    dist.init_process_group()
+except RuntimeError as error:
+    print(error)
+"""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    assert "mpi4py is not installed; pip install 'minigrad[distributed]'" in result.stdout
+
+
 @needs_mpi
 def test_every_collective_op_and_dtype_matches_numpy_on_both_ranks():
     result = run_job("collectives.py")

@@ -7,7 +7,6 @@ The group is the one piece of process-wide state of minigrad.distributed, as in 
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 import numpy as np
@@ -48,8 +47,13 @@ _previous_excepthook = None
 
 
 def is_available() -> bool:
-    """True when mpi4py is installed (pip install 'minigrad[distributed]')."""
-    return importlib.util.find_spec("mpi4py") is not None
+    """True when mpi4py is installed (pip install 'minigrad[distributed]'). Importing the
+    package starts nothing: MPI starts with init_process_group."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 is_mpi_available = is_available
