@@ -170,10 +170,10 @@ def run_job(ranks: int, worker_args: list[str], timeout: float = 600) -> dict:
     return json.loads([line for line in result.stdout.splitlines() if line.startswith("{")][-1])
 
 
-def measure(configs: dict, frameworks: list[str], steps: int) -> dict:
+def measure(names: list[str], frameworks: list[str], steps: int) -> dict:
     """{(config, framework, ranks): {"seconds": median step, "grad_bytes": ...}}."""
     results = {}
-    for name, config in configs.items():
+    for name in names:
         for framework in frameworks:
             for ranks in (1, 2):
                 job = run_job(ranks, ["--worker", "train", "--framework", framework,
@@ -272,7 +272,7 @@ def main() -> None:
     configs = {name: configs[name] for name in (args.config or configs)}
     frameworks = args.framework or list(FRAMEWORKS)
     allreduce = run_job(2, ["--worker", "allreduce", "--repeats", str(args.repeats)])
-    results = measure(configs, frameworks, args.steps)
+    results = measure(list(configs), frameworks, args.steps)
     print("Training throughput (global batch = per-rank batch x ranks):")
     print_table(["config", "d_model/layers/batch", "run", "ranks", "ms/step",
                  "target tok/s", "scaling efficiency", "minigrad/PyTorch time"],

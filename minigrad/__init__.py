@@ -4,9 +4,14 @@
     from minigrad import nn, optim
     import minigrad.nn.functional as F
 """
-from minigrad.tensor import Tensor  # noqa: I001  (first: the modules below import it)
-from minigrad import autograd, profiler, viz
-from minigrad.autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from minigrad import autograd, distributed, nn, optim, profiler, utils, viz
+from minigrad.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from minigrad.backend import Device, cuda
 from minigrad.creation import (
     arange,
@@ -63,9 +68,8 @@ from minigrad.ops import (
     where,
 )
 from minigrad.random import get_rng_state, manual_seed, set_rng_state
-from minigrad import nn, optim  # noqa: I001  (last: they import the names above)
-from minigrad import distributed, utils
 from minigrad.serialization import load, save
+from minigrad.tensor import Tensor
 
 long = int64
 float = float32  # noqa: A001

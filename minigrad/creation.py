@@ -6,7 +6,7 @@ import numpy as np
 from minigrad import dtypes
 from minigrad import random as _random
 from minigrad.backend import as_device, to_device
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
@@ -21,7 +21,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     dtypes.from_numpy(array.dtype)  # rejects unsupported dtypes clearly
     if array.dtype not in (d.np for d in dtypes.ALL):
         array = array.astype(dtypes.from_numpy(array.dtype).np)
-    return Tensor._wrap(array, None)
+    return constant(array)
 
 
 def _shape(size) -> tuple:
@@ -32,9 +32,9 @@ def _shape(size) -> tuple:
 
 def _make(array, dtype, device, requires_grad) -> Tensor:
     device = as_device(device)
-    out = Tensor._wrap(to_device(array, device) if device.type != "cpu" else array, None)
+    out = constant(to_device(array, device) if device.type != "cpu" else array)
     if dtype is not None and out.data.dtype != dtypes.as_dtype(dtype).np:
-        out = Tensor._wrap(out.data.astype(dtypes.as_dtype(dtype).np), None)
+        out = constant(out.data.astype(dtypes.as_dtype(dtype).np))
     if requires_grad:
         out.requires_grad_(True)
     return out

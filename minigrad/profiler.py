@@ -15,6 +15,8 @@ import os
 import time
 from collections import defaultdict
 
+from minigrad.autograd.function import INSTRUMENTS
+
 
 class Profile:
     def __init__(self):
@@ -25,15 +27,13 @@ class Profile:
         self._backward_depth = 0
 
     def timed_apply(self, function, inputs, params):
-        from minigrad.autograd import STATE
-
-        STATE.profiler = None  # time the plain apply, without re-entering this method
+        INSTRUMENTS.profiler = None  # time the plain apply, without re-entering this method
         try:
             start = time.perf_counter()
             out = function.apply(*inputs, **params)
             elapsed = time.perf_counter() - start
         finally:
-            STATE.profiler = self
+            INSTRUMENTS.profiler = self
         if self._backward_depth == 0:
             self.forward_calls[function.__name__] += 1
             self.forward_seconds[function.__name__] += elapsed
@@ -73,25 +73,19 @@ class profile:  # noqa: N801  (torch.profiler.profile's spelling)
     """Context manager that records a Profile; `.table()` formats it."""
 
     def __enter__(self) -> Profile:
-        from minigrad.autograd import STATE
-
-        self._previous = STATE.profiler
+        self._previous = INSTRUMENTS.profiler
         self.result = Profile()
-        STATE.profiler = self.result
+        INSTRUMENTS.profiler = self.result
         return self.result
 
     def __exit__(self, *exc_info):
-        from minigrad.autograd import STATE
-
-        STATE.profiler = self._previous
+        INSTRUMENTS.profiler = self._previous
         return False
 
 
 def _profile_whole_process() -> None:
-    from minigrad.autograd import STATE
-
     recorder = Profile()
-    STATE.profiler = recorder
+    INSTRUMENTS.profiler = recorder
     atexit.register(lambda: print("\n[minigrad profile]\n" + recorder.table()))
 
 

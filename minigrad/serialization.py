@@ -18,7 +18,7 @@ import tempfile
 
 import numpy as np
 
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 FORMAT = "minigrad.checkpoint/1"
 _METADATA_KEY = "minigrad"
@@ -113,7 +113,7 @@ def _decode(node, arrays: dict):
         return node
     (tag, value), = node.items()
     if tag == "tensor":
-        return Tensor._wrap(_writable(arrays[value]), None)
+        return constant(_writable(arrays[value]))
     if tag == "array":
         return _writable(arrays[value])
     if tag == "dict":

@@ -1,7 +1,7 @@
-"""Tensor: a backend array, the Function node that made it, and its gradient.
-
-The tensor itself is thin: every computation is an op in `minigrad.ops`, and the methods
-below only forward to them, so that `x.exp()` and `mg.exp(x)` are one code path.
+"""Tensor: the class users meet. It holds a backend array, the Function node that made it
+and its gradient (see TensorBase), and defines the math: every operator and method below
+calls an op of `minigrad.ops`, so that `x.exp()` and `mg.exp(x)` are one code path, and
+`backward()` calls the engine (minigrad/autograd/engine.py).
 
 `.data` is the raw backend array (a numpy.ndarray on "cpu", a cupy.ndarray on "gpu"),
 unlike PyTorch, where it is a detached tensor; `.detach()` gives the tensor.
@@ -12,86 +12,50 @@ import weakref
 
 import numpy as np
 
-from minigrad import dtypes
-from minigrad.backend import array_module, as_device, device_of, to_device
+from minigrad import dtypes, ops
+from minigrad import random as _random
+from minigrad.autograd import engine
+from minigrad.backend import array_module, as_device, to_device
 from minigrad.backend.device import CPU
+from minigrad.tensor_base import TensorBase
 
-_DTYPE_OF_NUMPY = {d.np: d for d in dtypes.ALL}
 
+class Tensor(TensorBase):
+    """A multi-dimensional array that records the ops applied to it when it requires grad.
 
-class Tensor:
-    __slots__ = ("data", "_requires_grad", "grad_fn", "_version", "__weakref__", "__dict__")
+    `mg.tensor(data)` is the usual way to make one; `Tensor(data, dtype, device,
+    requires_grad)` does the same.
+    """
 
-    # rarely set, so class-level defaults: op outputs skip two attribute writes
-    grad = None
-    _hooks = None
-    _post_accumulate_hooks = None
-
-    # make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__)
-    __array_priority__ = 1000
+    __slots__ = ()
 
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
         device = as_device(device) if device is not None else None
         self.data = _to_array(data, dtype, device)
-        self.grad = None
-        self.grad_fn = None
+        self.grad = self.grad_fn = self._hooks = self._post_accumulate_hooks = None
         self._version = [0]
-        self._hooks = None
         self._requires_grad = False
         if requires_grad:
             self.requires_grad_(True)
 
     @staticmethod
-    def _wrap(data, grad_fn, version=None) -> Tensor:
-        """Fast constructor for op outputs: no checks, no copies. (A staticmethod: calling
-        a classmethod binds a new method object every time.)"""
+    def _wrap(data, grad_fn=None, version=None) -> Tensor:
+        """A tensor around an op's output array: no checks, no copy. `version` is the
+        version counter to share (a view shares its base's)."""
         t = object.__new__(Tensor)
         t.data = data
         t.grad_fn = grad_fn
         t._requires_grad = grad_fn is not None
         t._version = [0] if version is None else version
+        t.grad = t._hooks = t._post_accumulate_hooks = None
         return t
 
     # ------------------------------------------------------------------ attributes
     @property
-    def shape(self) -> tuple:
-        return self.data.shape
-
-    @property
-    def ndim(self) -> int:
-        return self.data.ndim
-
-    @property
-    def dtype(self) -> dtypes.dtype:
-        found = _DTYPE_OF_NUMPY.get(self.data.dtype)
-        return found if found is not None else dtypes.from_numpy(self.data.dtype)
-
-    @property
-    def device(self):
-        return device_of(self.data)
-
-    @property
-    def xp(self):
-        """The array module of this tensor's data (numpy or cupy)."""
-        return array_module(self.data)
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.grad_fn is None
-
-    @property
-    def requires_grad(self) -> bool:
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
-
-    @property
     def T(self) -> Tensor:  # noqa: N802
         """All dims reversed (a transpose of a matrix)."""
         if self.data.ndim == 2:
-            return _ops.transpose(self, 0, 1)
+            return ops.transpose(self, 0, 1)
         return self.permute(*reversed(range(self.ndim)))
 
     def size(self, dim: int | None = None):
@@ -122,18 +86,13 @@ class Tensor:
         return f"tensor({body}{extras})"
 
     # ------------------------------------------------------------------ autograd
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        if requires_grad and not self.dtype.is_floating_point:
-            raise RuntimeError(
-                f"requires_grad_: only tensors of floating point dtype can require "
-                f"gradients, got {self.dtype} of shape {tuple(self.shape)}"
-            )
-        if not requires_grad and self.grad_fn is not None:
-            raise RuntimeError(
-                "requires_grad_(False) on a non-leaf tensor; use .detach() instead"
-            )
-        self._requires_grad = bool(requires_grad)
-        return self
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
+                 inputs=None) -> None:
+        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad
+        (see minigrad/autograd/engine.py). `gradient` is required unless self has one
+        element; `retain_graph=True` keeps the graph for another backward;
+        `create_graph=True` records the gradient's own graph (for higher derivatives)."""
+        engine.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self) -> Tensor:
         """The same array, cut from the graph (shares memory and version counter)."""
@@ -217,9 +176,9 @@ class Tensor:
             device = target
         out = self
         if device is not None:
-            out = _ops.to_device(out, as_device(device))
+            out = ops.to_device(out, as_device(device))
         if dtype is not None:
-            out = _ops.to_dtype(out, dtypes.as_dtype(dtype))
+            out = ops.to_dtype(out, dtypes.as_dtype(dtype))
         return out
 
     def cpu(self) -> Tensor:
@@ -252,185 +211,142 @@ class Tensor:
         return self.dtype.is_floating_point
 
     # ------------------------------------------------------------------ arithmetic
-    # The reflected operators swap the operands; the others are bound at the end of this
-    # file.
+    # An operator is the op function itself: `a + b` calls ops.add(a, b) directly.
+    # Comparisons are elementwise, as in PyTorch, so a tensor hashes by identity.
+    __add__ = ops.add
+    __sub__ = ops.sub
+    __mul__ = ops.mul
+    __truediv__ = ops.div
+    __pow__ = ops.pow
+    __matmul__ = ops.matmul
+    __eq__ = ops.eq
+    __ne__ = ops.ne
+    __lt__ = ops.lt
+    __le__ = ops.le
+    __gt__ = ops.gt
+    __ge__ = ops.ge
+    __and__ = ops.logical_and
+    __or__ = ops.logical_or
+    __neg__ = ops.neg
+    __invert__ = ops.logical_not
+    __getitem__ = ops.getitem
+    __setitem__ = ops.setitem_
+
+    # the reflected operators swap the operands
     def __radd__(self, other):
-        return _ops.add(other, self)
+        return ops.add(other, self)
 
     def __rsub__(self, other):
-        return _ops.sub(other, self)
+        return ops.sub(other, self)
 
     def __rmul__(self, other):
-        return _ops.mul(other, self)
+        return ops.mul(other, self)
 
     def __rtruediv__(self, other):
-        return _ops.div(other, self)
+        return ops.div(other, self)
 
     def __rpow__(self, other):
-        return _ops.pow(other, self)
+        return ops.pow(other, self)
 
     def __rmatmul__(self, other):
-        return _ops.matmul(other, self)
-
-    def __neg__(self):
-        return _ops.neg(self)
-
-    def __invert__(self):
-        return _ops.logical_not(self)
+        return ops.matmul(other, self)
 
     __hash__ = object.__hash__
 
-    def __getitem__(self, index):
-        return _ops.getitem(self, index)
-
-    def __setitem__(self, index, value) -> None:
-        _ops.setitem_(self, index, value)
-
+    # A method whose arguments are those of the op, self first, is the op function itself:
+    # x.exp() is mg.exp(x), x.sum(1) is mg.sum(x, 1). The others adapt their arguments.
     # ------------------------------------------------------------------ elementwise
-    def exp(self):
-        return _ops.exp(self)
-
-    def log(self):
-        return _ops.log(self)
-
-    def sqrt(self):
-        return _ops.sqrt(self)
-
-    def rsqrt(self):
-        return _ops.rsqrt(self)
-
-    def abs(self):
-        return _ops.abs(self)
-
-    def tanh(self):
-        return _ops.tanh(self)
-
-    def sigmoid(self):
-        return _ops.sigmoid(self)
-
-    def relu(self):
-        return _ops.relu(self)
-
-    def gelu(self, approximate: str = "none"):
-        return _ops.gelu(self, approximate)
-
-    def pow(self, exponent):
-        return _ops.pow(self, exponent)
-
-    def clamp(self, min=None, max=None):  # noqa: A002  (torch's names)
-        return _ops.clamp(self, min, max)
-
-    def masked_fill(self, mask, value):
-        return _ops.masked_fill(self, mask, value)
-
-    def softmax(self, dim: int):
-        return _ops.softmax(self, dim)
-
-    def log_softmax(self, dim: int):
-        return _ops.log_softmax(self, dim)
-
-    def maximum(self, other):
-        return _ops.maximum(self, other)
-
-    def clone(self):
-        return _ops.clone(self)
+    exp = ops.exp
+    log = ops.log
+    sqrt = ops.sqrt
+    rsqrt = ops.rsqrt
+    abs = ops.abs
+    tanh = ops.tanh
+    sigmoid = ops.sigmoid
+    relu = ops.relu
+    gelu = ops.gelu
+    pow = ops.pow
+    clamp = ops.clamp
+    masked_fill = ops.masked_fill
+    softmax = ops.softmax
+    log_softmax = ops.log_softmax
+    maximum = ops.maximum
+    clone = ops.clone
 
     # ------------------------------------------------------------------ reductions
-    def sum(self, dim=None, keepdim: bool = False):
-        return _ops.sum(self, dim, keepdim)
-
-    def mean(self, dim=None, keepdim: bool = False):
-        return _ops.mean(self, dim, keepdim)
-
-    def max(self, dim=None, keepdim: bool = False):
-        return _ops.max(self, dim, keepdim)
-
-    def min(self, dim=None, keepdim: bool = False):
-        return _ops.min(self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim: bool = False):
-        return _ops.argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim: bool = False):
-        return _ops.argmin(self, dim, keepdim)
-
-    def var(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return _ops.var(self, dim, unbiased, keepdim, correction)
-
-    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return _ops.std(self, dim, unbiased, keepdim, correction)
-
-    def logsumexp(self, dim, keepdim: bool = False):
-        return _ops.logsumexp(self, dim, keepdim)
+    sum = ops.sum
+    mean = ops.mean
+    max = ops.max
+    min = ops.min
+    argmax = ops.argmax
+    argmin = ops.argmin
+    var = ops.var
+    std = ops.std
+    logsumexp = ops.logsumexp
 
     # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
-        return _ops.reshape(self, shape)
+        return ops.reshape(self, shape)
 
     view = reshape
 
     def permute(self, *dims):
-        return _ops.permute(self, dims)
+        return ops.permute(self, dims)
 
-    def transpose(self, dim0: int, dim1: int):
-        return _ops.transpose(self, dim0, dim1)
-
-    def unsqueeze(self, dim: int):
-        return _ops.unsqueeze(self, dim)
-
-    def squeeze(self, dim=None):
-        return _ops.squeeze(self, dim)
+    transpose = ops.transpose
+    unsqueeze = ops.unsqueeze
+    squeeze = ops.squeeze
 
     def expand(self, *sizes):
-        return _ops.expand(self, sizes)
+        return ops.expand(self, sizes)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        return _ops.flatten(self, start_dim, end_dim)
-
-    def contiguous(self):
-        return _ops.contiguous(self)
-
-    def split(self, split_size, dim: int = 0):
-        return _ops.split(self, split_size, dim)
-
-    def chunk(self, chunks: int, dim: int = 0):
-        return _ops.chunk(self, chunks, dim)
+    sum_to_size = ops.sum_to_size
+    flatten = ops.flatten
+    contiguous = ops.contiguous
+    split = ops.split
+    chunk = ops.chunk
 
     # ------------------------------------------------------------------ in place
     # In-place ops never enter the graph; they bump the version counter, so a backward
     # that saved this tensor before the change raises instead of using stale values.
     def add_(self, other, alpha=1):
-        return _ops.inplace(self, "add", other if alpha == 1 else other * alpha)
+        return ops.inplace(self, "add", other if alpha == 1 else other * alpha)
 
     def sub_(self, other, alpha=1):
-        return _ops.inplace(self, "sub", other if alpha == 1 else other * alpha)
+        return ops.inplace(self, "sub", other if alpha == 1 else other * alpha)
 
     def mul_(self, other):
-        return _ops.inplace(self, "mul", other)
+        return ops.inplace(self, "mul", other)
 
     def div_(self, other):
-        return _ops.inplace(self, "div", other)
+        return ops.inplace(self, "div", other)
 
     def copy_(self, other):
-        return _ops.inplace(self, "copy", other)
+        return ops.inplace(self, "copy", other)
 
     def fill_(self, value):
-        return _ops.inplace(self, "copy", value)
+        return ops.inplace(self, "copy", value)
 
     def zero_(self):
-        return _ops.inplace(self, "copy", 0)
+        return ops.inplace(self, "copy", 0)
 
     def masked_fill_(self, mask, value):
-        return _ops.inplace(self, "masked_fill", value, mask=mask)
+        return ops.inplace(self, "masked_fill", value, mask=mask)
 
     def clamp_(self, min=None, max=None):  # noqa: A002
-        return _ops.inplace(self, "clamp", None, low=min, high=max)
+        return ops.inplace(self, "clamp", None, low=min, high=max)
 
     def uniform_(self, low: float = 0.0, high: float = 1.0):
-        return _ops.inplace(self, "copy", _random.uniform_like(self, low, high))
+        return ops.inplace(self, "copy", _random.uniform_like(self, low, high))
 
     def normal_(self, mean: float = 0.0, std: float = 1.0):
-        return _ops.inplace(self, "copy", _random.normal_like(self, mean, std))
+        return ops.inplace(self, "copy", _random.normal_like(self, mean, std))
+
+
+def constant(array) -> Tensor:
+    """A tensor around a backend array (NumPy or CuPy), sharing its memory, outside any
+    graph: for code that computes on raw arrays and hands the result back as a tensor."""
+    return Tensor._wrap(array)
 
 
 class _HookHandle:
@@ -477,28 +393,3 @@ def _infer_dtype(array: np.ndarray) -> dtypes.dtype:
     if array.dtype.kind == "f":
         return dtypes.float32
     raise TypeError(f"tensor(): cannot make a tensor from data of type {array.dtype}")
-
-
-from minigrad import autograd as _autograd  # noqa: E402  (they import Tensor)
-from minigrad import ops as _ops  # noqa: E402
-from minigrad import random as _random  # noqa: E402
-
-# Operators whose operands keep their order are the op functions themselves: one Python
-# call less for every `a + b` (the reflected ones, like __radd__, swap them above).
-# The comparisons are elementwise, like torch's, so a Tensor is hashed by identity.
-Tensor.__add__ = _ops.add
-Tensor.__sub__ = _ops.sub
-Tensor.__mul__ = _ops.mul
-Tensor.__truediv__ = _ops.div
-Tensor.__pow__ = _ops.pow
-Tensor.__matmul__ = _ops.matmul
-Tensor.__eq__ = _ops.eq
-Tensor.__ne__ = _ops.ne
-Tensor.__lt__ = _ops.lt
-Tensor.__le__ = _ops.le
-Tensor.__gt__ = _ops.gt
-Tensor.__ge__ = _ops.ge
-Tensor.__and__ = _ops.logical_and
-Tensor.__or__ = _ops.logical_or
-# x.backward(...) is the engine's backward itself, for the same reason
-Tensor.backward = _autograd.backward

@@ -14,6 +14,7 @@ import pytest
 from helpers import DEVICE_ENV, test_device
 
 import minigrad as mg
+from minigrad.autograd.grad_mode import MODES
 
 
 def pytest_addoption(parser):
@@ -64,6 +65,6 @@ def rng():
 def _restore_grad_mode():
     """A test that fails inside no_grad must not leave grad mode off for the next one."""
     yield
-    mg.autograd.STATE.grad_enabled = True
-    mg.autograd.STATE.anomaly = False
+    MODES.grad_enabled = True
+    MODES.anomaly = False
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minigrad as mg
+from minigrad.tensor import constant
 
 DEVICE_ENV = "MINIGRAD_TEST_DEVICE"
 LAYOUTS = ("contiguous", "transposed", "strided")
@@ -60,7 +61,7 @@ def make_tensor(array, requires_grad: bool = False, layout: str = "contiguous",
     else:
         data = _with_layout(mg.backend.to_device(np.ascontiguousarray(array),
                                                  mg.Device(device)), layout)
-    t = mg.Tensor._wrap(data, None)
+    t = constant(data)
     if requires_grad:
         t.requires_grad_(True)
     return t

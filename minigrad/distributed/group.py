@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from minigrad.backend import cupy_or_none
+
 BACKENDS = ("mpi", "nccl")
 
 
@@ -19,6 +21,7 @@ class ProcessGroup:
     GPU arrays go over NCCL (like PyTorch's "cpu:gloo,cuda:nccl")."""
 
     def __init__(self, backend: str, mpi_comm):
+        # the backends import mpi4py (and CuPy), which are optional: only when used
         from minigrad.distributed.mpi_backend import MPIBackend
 
         self.backend = backend
@@ -26,6 +29,7 @@ class ProcessGroup:
         self.rank, self.size = self.mpi.rank, self.mpi.size
         self.nccl = None
         if backend == "nccl":
+            # needs CuPy with NCCL, which only GPU machines have
             from minigrad.distributed.nccl_backend import NCCLBackend
 
             self.nccl = NCCLBackend(mpi_comm, self.rank, self.size)
@@ -61,8 +65,6 @@ is_mpi_available = is_available
 
 def is_nccl_available() -> bool:
     """True when mpi4py and CuPy with NCCL are installed and a GPU is visible."""
-    from minigrad.backend import cupy_or_none
-
     if not is_available() or cupy_or_none() is None:
         return False
     from cupy.cuda import nccl

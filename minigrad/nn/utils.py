@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from minigrad.tensor import Tensor
+from minigrad.backend import array_module
+from minigrad.tensor import Tensor, constant
 
 
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
@@ -16,7 +17,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     grads = [p.grad.data for p in parameters if p.grad is not None]
     if not grads:
         return Tensor(0.0)
-    xp = Tensor._wrap(grads[0], None).xp
+    xp = array_module(grads[0])
     norm_type = float(norm_type)
     if norm_type == math.inf:
         norms = [xp.abs(g).max() for g in grads]
@@ -30,7 +31,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     clip_coefficient = min(1.0, float(max_norm) / (float(total) + 1e-6))
     for g in grads:
         g *= g.dtype.type(clip_coefficient)
-    return Tensor._wrap(xp.asarray(total), None)
+    return constant(xp.asarray(total))
 
 
 def zero_grads(parameters: Iterable[Tensor], set_to_none: bool = True) -> None:
@@ -41,4 +42,4 @@ def zero_grads(parameters: Iterable[Tensor], set_to_none: bool = True) -> None:
         if set_to_none:
             param.grad = None
         else:
-            param.grad = Tensor._wrap(param.xp.zeros_like(param.grad.data), None)
+            param.grad = constant(param.xp.zeros_like(param.grad.data))

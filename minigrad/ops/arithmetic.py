@@ -2,9 +2,16 @@
 sums them back to each input's shape."""
 from __future__ import annotations
 
-from minigrad.autograd import Function
+from typing import TYPE_CHECKING
+
+from minigrad import dtypes
+from minigrad.autograd.function import Function
 from minigrad.ops.operands import binary_operands
-from minigrad.tensor import Tensor
+from minigrad.ops.select import where
+from minigrad.tensor_base import TensorBase
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class Add(Function):
@@ -102,8 +109,6 @@ class Pow(Function):
 
 
 def _log_where_nonzero(a: Tensor, out: Tensor) -> Tensor:
-    from minigrad.ops.select import where
-
     nonzero = out != 0
     return where(nonzero, where(nonzero, a, 1.0).log(), 0.0)
 
@@ -114,7 +119,7 @@ def _binary(function: type[Function], name: str):
     def op(a, b) -> Tensor:
         # two tensors of one dtype (the common case, and every backward rule's) need no
         # promotion, so they skip binary_operands
-        if not (isinstance(a, Tensor) and isinstance(b, Tensor)
+        if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
                 and a.data.dtype is b.data.dtype):
             a, b = binary_operands(a, b)
         return function.apply(a, b)
@@ -132,8 +137,6 @@ mul = _binary(Mul, "mul")
 def div(a, b) -> Tensor:
     a, b = binary_operands(a, b)
     if not a.dtype.is_floating_point:  # true division of integers gives the default float
-        from minigrad import dtypes
-
         a, b = a.to(dtypes.float32), b.to(dtypes.float32)
     return Div.apply(a, b)
 
@@ -144,12 +147,10 @@ def neg(a: Tensor) -> Tensor:
 
 def pow(a, exponent) -> Tensor:  # noqa: A001  (torch's name)
     """a ** exponent; a Python-number exponent is a constant of the op."""
-    if isinstance(a, Tensor) and isinstance(exponent, (int, float)) and not isinstance(
+    if isinstance(a, TensorBase) and isinstance(exponent, (int, float)) and not isinstance(
         exponent, bool
     ):
         if not a.dtype.is_floating_point and (isinstance(exponent, float) or exponent < 0):
-            from minigrad import dtypes
-
             a = a.to(dtypes.float32)
         return PowScalar.apply(a, exponent=exponent)
     a, b = binary_operands(a, exponent)

@@ -1,11 +1,15 @@
 """Changing dtype or device, differentiably (the gradient goes back the other way)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minigrad import dtypes
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.backend import Device, device_of
 from minigrad.backend import to_device as _move
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class ToDtype(Function):
@@ -34,7 +38,7 @@ def to_dtype(x: Tensor, dtype: dtypes.dtype) -> Tensor:
     if x.data.dtype == dtype.np:
         return x
     if x._requires_grad and not dtype.is_floating_point:
-        return Tensor._wrap(x.data.astype(dtype.np), None)  # an integer result has no grad
+        return x._wrap(x.data.astype(dtype.np))  # an integer result has no grad
     return ToDtype.apply(x, dtype=dtype)
 
 

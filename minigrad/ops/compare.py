@@ -1,8 +1,12 @@
 """Comparisons and logic: bool results, outside the graph (they have no gradient)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minigrad.ops.operands import binary_operands
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 def _compare(name: str):
@@ -10,7 +14,7 @@ def _compare(name: str):
         a, b = binary_operands(a, b)
         xp = a.xp
         try:
-            return Tensor._wrap(getattr(xp, name)(a.data, b.data), None)
+            return a._wrap(getattr(xp, name)(a.data, b.data))
         except (ValueError, TypeError) as exc:
             if a.device != b.device:
                 raise RuntimeError(
@@ -37,4 +41,4 @@ logical_or = _compare("logical_or")
 
 
 def logical_not(a: Tensor) -> Tensor:
-    return Tensor._wrap(a.xp.logical_not(a.data), None)
+    return a._wrap(a.xp.logical_not(a.data))

@@ -2,9 +2,15 @@
 and the in-place writes `x[index] = v`, `add_`, `mul_`, ... (outside the graph)."""
 from __future__ import annotations
 
-from minigrad.autograd import STATE, Function
+from typing import TYPE_CHECKING
+
+from minigrad.autograd.function import Function
+from minigrad.autograd.grad_mode import MODES
 from minigrad.backend import array_module, to_device
-from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class GetItem(Function):
@@ -62,7 +68,7 @@ def setitem_(x: Tensor, index, value) -> None:
     """x[index] = value, in place."""
     _check_inplace(x, "setitem")
     index = _to_array_index(index, x)
-    value = value.data if isinstance(value, Tensor) else value
+    value = value.data if isinstance(value, TensorBase) else value
     try:
         x.data[index] = value
     except (IndexError, ValueError) as exc:
@@ -77,7 +83,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
     """Apply an in-place update to x's array and bump its version (see Tensor.add_)."""
     _check_inplace(x, op + "_")
     xp = x.xp
-    operand = value.data if isinstance(value, Tensor) else value
+    operand = value.data if isinstance(value, TensorBase) else value
     data = x.data
     try:
         if op == "add":
@@ -91,7 +97,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
         elif op == "copy":
             data[...] = operand
         elif op == "masked_fill":
-            mask_array = mask.data if isinstance(mask, Tensor) else mask
+            mask_array = mask.data if isinstance(mask, TensorBase) else mask
             data[...] = xp.where(mask_array, operand, data)
         elif op == "clamp":
             xp.clip(data, low, high, out=data)
@@ -105,7 +111,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
 
 
 def _check_inplace(x: Tensor, op: str) -> None:
-    if STATE.grad_enabled and x._requires_grad:
+    if MODES.grad_enabled and x._requires_grad:
         kind = "a leaf tensor" if x.grad_fn is None else "a tensor in the graph"
         raise RuntimeError(
             f"{op}: {kind} that requires grad (shape {tuple(x.shape)}) cannot be changed in "
@@ -122,7 +128,7 @@ def _to_array_index(index, x: Tensor):
 
 
 def _index_part(part, x: Tensor):
-    if isinstance(part, Tensor):
+    if isinstance(part, TensorBase):
         if part.dtype.is_floating_point:
             raise IndexError(
                 f"tensors used as indices must be int64 or bool, got {part.dtype} of shape "

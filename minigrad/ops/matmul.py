@@ -2,10 +2,14 @@
 minigrad.kernels, which picks BLAS or a Numba kernel."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minigrad import kernels
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.ops.operands import binary_operands
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class MatMul(Function):

@@ -1,22 +1,28 @@
 """Turning op arguments into tensors: Python scalars, arrays and type promotion."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minigrad import dtypes
-from minigrad.tensor import Tensor
+from minigrad.ops.cast import to_dtype
+from minigrad.tensor_base import TensorBase
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 def as_tensor_like(value, like: Tensor, dtype: dtypes.dtype | None = None) -> Tensor:
     """`value` (scalar, array or tensor) as a tensor on `like`'s device."""
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         return value
     dtype = dtype or like.dtype
-    return Tensor._wrap(like.xp.asarray(value, dtype=dtype.np), None)
+    return like._wrap(like.xp.asarray(value, dtype=dtype.np))
 
 
 def binary_operands(a, b) -> tuple[Tensor, Tensor]:
     """Both operands as tensors of the promoted dtype (PyTorch's rules, see dtypes.py)."""
-    a_is_tensor = isinstance(a, Tensor)
-    b_is_tensor = isinstance(b, Tensor)
+    a_is_tensor = isinstance(a, TensorBase)
+    b_is_tensor = isinstance(b, TensorBase)
     if a_is_tensor and b_is_tensor:
         if a.data.dtype is b.data.dtype or a.data.dtype == b.data.dtype:
             return a, b
@@ -41,8 +47,6 @@ def _with_scalar(t: Tensor, other) -> dtypes.dtype:
 def _cast(t: Tensor, dtype: dtypes.dtype) -> Tensor:
     if t.data.dtype == dtype.np:
         return t
-    from minigrad.ops.cast import to_dtype
-
     return to_dtype(t, dtype)
 
 

@@ -1,13 +1,25 @@
-"""Reductions: sum, mean, max/min, arg-max/min, var/std, logsumexp."""
+"""Reductions: sum, mean, max/min, arg-max/min, var/std, logsumexp.
+
+float16 sums accumulate in float32, as PyTorch's do: a float16 running sum stops growing at
+2048 (adding 1 no longer changes it) and overflows at 65504. mean, var, std and logsumexp
+of float16 tensors are computed in float32 throughout and returned as float16.
+"""
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
+from typing import TYPE_CHECKING
 
-from minigrad.autograd import Function
+import numpy as np
+
+from minigrad import dtypes
+from minigrad.autograd.function import Function
 from minigrad.ops.operands import normalize_dim, normalize_dims
 from minigrad.ops.shape import broadcast_to
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -18,6 +30,8 @@ class Sum(Function):
     def forward(self, x, dims=None, keepdim=False):
         self.input_shape = x.shape
         self.kept_shape = _kept_shape(x.shape, dims)
+        if x.dtype == np.float16:
+            return x.sum(axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return x.sum(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
@@ -38,19 +52,30 @@ class Amax(Function):
         (x,) = self.saved
         is_extreme = x.data == self.extreme
         share = is_extreme / is_extreme.sum(axis=self.dims, keepdims=True)
-        share = Tensor._wrap(share.astype(x.data.dtype, copy=False), None)
+        share = x._wrap(share.astype(x.data.dtype, copy=False))
         return broadcast_to(grad.reshape(self.extreme.shape), x.shape) * share
 
 
 def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     dims = normalize_dims(dim, x.ndim, "sum")
-    if x.dtype.name == "bool":
-        from minigrad import dtypes
-
+    if x.dtype is dtypes.bool_:
         x = x.to(dtypes.int64)
     return Sum.apply(x, dims=dims, keepdim=keepdim)
 
 
+def _in_float32(reduction):
+    """Run `reduction` on a float16 tensor in float32 and cast its result back."""
+
+    @functools.wraps(reduction)
+    def reduce(x, *args, **kwargs):
+        if x.dtype is dtypes.float16:
+            return reduction(x.to(dtypes.float32), *args, **kwargs).to(dtypes.float16)
+        return reduction(x, *args, **kwargs)
+
+    return reduce
+
+
+@_in_float32
 def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     if not x.dtype.is_floating_point:
         raise RuntimeError(
@@ -82,6 +107,7 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return _arg_extreme(x, dim, keepdim, "argmin")
 
 
+@_in_float32
 def var(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
         correction=None) -> Tensor:
     """sum((x - mean)^2) / (N - correction); correction defaults to 1 (unbiased)."""
@@ -99,12 +125,13 @@ def std(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
     return var(x, dim, unbiased, keepdim, correction).sqrt()
 
 
+@_in_float32
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m = max (0 if -inf)."""
     dims = normalize_dims(dim, x.ndim, "logsumexp")
     xp = x.xp
     shift = x.data.max(axis=dims, keepdims=True)
-    shift = Tensor._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.data.dtype), None)
+    shift = x._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.data.dtype))
     out = sum((x - shift).exp(), dims, keepdim=True).log() + shift
     return out if keepdim else out.reshape(*_reduced_shape(x.shape, dims))
 
@@ -136,10 +163,10 @@ def _arg_extreme(x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
     if dim is None:
         index = getattr(xp, op)(x.data.reshape(-1))
         shape = (1,) * x.ndim if keepdim else ()
-        return Tensor._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape), None)
+        return x._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape))
     axis = normalize_dim(dim, x.ndim, op)
     index = getattr(xp, op)(x.data, axis=axis, keepdims=keepdim)
-    return Tensor._wrap(xp.asarray(index, dtype=xp.int64), None)  # 0-d gives a scalar
+    return x._wrap(xp.asarray(index, dtype=xp.int64))  # 0-d gives a scalar
 
 
 def _check_nonempty(x: Tensor, op: str) -> None:

@@ -1,10 +1,15 @@
 """Choosing between values: where, masked_fill, maximum/minimum, triu/tril."""
 from __future__ import annotations
 
-from minigrad.autograd import Function
+from typing import TYPE_CHECKING
+
+from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import binary_operands
-from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class Where(Function):
@@ -15,7 +20,7 @@ class Where(Function):
         return array_module(a).where(condition, a, b)
 
     def backward(self, grad):
-        condition = Tensor._wrap(self.condition, None)
+        condition = grad._wrap(self.condition)
         grad_a = where(condition, grad, 0.0) if self.needs_input_grad[0] else None
         grad_b = where(condition, 0.0, grad) if self.needs_input_grad[1] else None
         return grad_a, grad_b
@@ -31,7 +36,7 @@ class Maximum(Function):
     def backward(self, grad):
         a, b = self.saved
         share_a = (a.data > b.data) + 0.5 * (a.data == b.data)
-        share_a = Tensor._wrap(share_a.astype(grad.data.dtype, copy=False), None)
+        share_a = grad._wrap(share_a.astype(grad.data.dtype, copy=False))
         return grad * share_a, grad * (1 - share_a)
 
 
@@ -50,7 +55,7 @@ class Triangle(Function):
 def where(condition, a, b) -> Tensor:
     """Elementwise `a if condition else b`, broadcasting all three."""
     a, b = binary_operands(a, b)
-    condition_array = condition.data if isinstance(condition, Tensor) else condition
+    condition_array = condition.data if isinstance(condition, TensorBase) else condition
     condition_array = a.xp.asarray(condition_array)
     if condition_array.dtype != bool:
         condition_array = condition_array.astype(bool)
@@ -60,7 +65,7 @@ def where(condition, a, b) -> Tensor:
 def masked_fill(x: Tensor, mask, value) -> Tensor:
     """x with `value` wherever `mask` (broadcast to x) is True."""
     _check_mask(x, mask, "masked_fill")
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         return where(mask, value.to(x.dtype), x)
     return where(mask, x.xp.asarray(value, dtype=x.data.dtype), x)
 
@@ -92,6 +97,9 @@ def _triangle(x: Tensor, diagonal: int, upper: bool) -> Tensor:
 
 
 def _check_mask(x: Tensor, mask, op: str) -> None:
-    mask_dtype = mask.dtype.name if isinstance(mask, Tensor) else str(getattr(mask, "dtype", ""))
+    if isinstance(mask, TensorBase):
+        mask_dtype = mask.dtype.name
+    else:
+        mask_dtype = str(getattr(mask, "dtype", ""))
     if mask_dtype not in ("bool",):
         raise TypeError(f"{op}: expected a bool mask, got dtype {mask_dtype or type(mask)}")

@@ -3,10 +3,14 @@ backward kernels are wrapped as Functions of their own so that the backward rule
 differentiable (second derivatives)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from minigrad import kernels
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.ops.operands import normalize_dim
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class Softmax(Function):

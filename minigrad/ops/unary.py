@@ -3,11 +3,15 @@ that is cheaper (exp, sqrt, tanh, sigmoid)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from minigrad.autograd import Function
+from minigrad import dtypes
+from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.backend.special import erf as _erf_array
-from minigrad.tensor import Tensor
+
+if TYPE_CHECKING:
+    from minigrad.tensor import Tensor
 
 
 class Exp(Function):
@@ -70,7 +74,7 @@ class Abs(Function):
 
     def backward(self, grad):
         (x,) = self.saved
-        return grad * Tensor._wrap(x.xp.sign(x.data), None)
+        return grad * x._wrap(x.xp.sign(x.data))
 
 
 class Tanh(Function):
@@ -215,13 +219,11 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002
 
 def _mask_like(mask, grad: Tensor) -> Tensor:
     """A bool mask as a constant tensor of grad's dtype (no cast op in the graph)."""
-    return Tensor._wrap(mask.astype(grad.data.dtype), None)
+    return grad._wrap(mask.astype(grad.data.dtype))
 
 
 def _floating(x: Tensor) -> Tensor:
     """Integer inputs of transcendental functions become the default float, as in torch."""
     if x.dtype.is_floating_point:
         return x
-    from minigrad import dtypes
-
     return x.to(dtypes.float32)

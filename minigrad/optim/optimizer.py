@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import copy
 
-from minigrad.autograd import no_grad
+from minigrad.autograd import enable_grad, no_grad
 from minigrad.backend import to_device
 from minigrad.nn.utils import zero_grads
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 
 class Optimizer:
@@ -46,8 +46,6 @@ class Optimizer:
         """One update of every parameter that has a gradient; returns closure() if given."""
         loss = None
         if closure is not None:
-            from minigrad.autograd import enable_grad
-
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
@@ -75,7 +73,7 @@ class Optimizer:
             groups.append(packed)
         state = {
             index_of[id(param)]: {
-                name: Tensor._wrap(value, None) if hasattr(value, "shape") else value
+                name: constant(value) if hasattr(value, "shape") else value
                 for name, value in entries.items()
             }
             for param, entries in self.state.items()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minigrad import random
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # noqa: A002
@@ -18,4 +18,4 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # 
     draws = random.uniform(input.shape, 0.0, 1.0, input.dtype, input.device)
     # the mask already holds the 1 / (1 - p) scale: one multiply in forward and backward
     scaled_mask = (draws >= p).astype(draws.dtype) * (1.0 / (1.0 - p))
-    return input * Tensor._wrap(scaled_mask, None)
+    return input * constant(scaled_mask)

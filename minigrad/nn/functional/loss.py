@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import kernels
-from minigrad.autograd import Function, is_grad_enabled
+from minigrad.autograd import Function
 from minigrad.backend import array_module
-from minigrad.kernels.reference import smoothed_targets
+from minigrad.kernels.cross_entropy import smoothed_targets
 from minigrad.ops import softmax
-from minigrad.tensor import Tensor
+from minigrad.ops.softmax import SoftmaxBackward
+from minigrad.tensor import Tensor, constant
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -20,24 +21,21 @@ class CrossEntropy(Function):
     q[i, c] = (1 - eps) w[y_i] [c = y_i] + eps w[c] / C  (q[i] = 0 where y_i is ignored):
         loss_i = -sum_c q[i, c] log softmax(x)[i, c]
         mean:  sum_i loss_i / D,  D = sum of w[y_i] over the rows not ignored
-        dx[i] = (softmax(x)[i] sum_c q[i, c] - q[i]) * g_i   (g_i = g / D for mean)
+        dx = CrossEntropyBackward(x, s),  s_i = g (none: g_i; mean: g / D)
     An all-ignored batch with reduction="mean" gives NaN, as in PyTorch, and a zero
     gradient (never NaN)."""
 
     def forward(self, x, target, weight, ignore_index, label_smoothing, reduction):
-        self.weight = weight
-        self.label_smoothing, self.reduction = label_smoothing, reduction
-        self.valid, self.safe_target, self.target_weight = _target_weights(
+        self.reduction = reduction
+        valid, safe_target, self.target_weight = _target_weights(
             target, weight, ignore_index, x.dtype)
-        losses, logp = kernels.cross_entropy(x, self.valid, self.safe_target,
-                                             self.target_weight, weight, label_smoothing)
-        self.save_for_backward(x, logp)
+        self.rows = (valid, safe_target, self.target_weight, weight, label_smoothing)
+        losses, self.logp = kernels.cross_entropy(x, *self.rows)
+        self.save_for_backward(x)
         return _reduce_rows(losses, self.target_weight, reduction)
 
     def backward(self, grad):
-        x, logp = self.saved
-        rows = (self.valid, self.safe_target, self.target_weight, self.weight,
-                self.label_smoothing)
+        (x,) = self.saved
         if self.reduction == "none":
             scale = grad.reshape(-1, 1)
         elif self.reduction == "sum":
@@ -45,16 +43,30 @@ class CrossEntropy(Function):
         else:
             total_weight = float(self.target_weight.sum())
             scale = grad * (1.0 / total_weight) if total_weight != 0 else grad * 0.0
-        if not is_grad_enabled():
-            # first order only: one fused kernel (the same formula, on arrays)
-            dx = kernels.cross_entropy_backward(logp.data, *rows, scale.data)
-            return Tensor._wrap(dx, None)
-        # the gradient itself is being differentiated: probs must depend on x
+        return CrossEntropyBackward.apply(x, scale, logp=self.logp, rows=self.rows)
+
+
+class CrossEntropyBackward(Function):
+    """dx = (p sum_c q[:, c] - q) * s, p = softmax(x), q as in CrossEntropy, s a scalar or
+    one factor per row (M, 1). Its own gradients, for an upstream h:
+        dx = softmax_backward(p, h * s * sum_c q),  ds = sum_c h * (p sum_c q - q)."""
+
+    def forward(self, x, scale, logp=None, rows=None):
+        self.rows = rows
+        self.save_for_backward(x, scale)
+        return kernels.cross_entropy_backward(logp, *rows, scale)
+
+    def backward(self, h):
+        x, scale = self.saved
+        targets = smoothed_targets(x.data, *self.rows)
+        row_total = constant(targets.sum(axis=-1, keepdims=True))
         probs = softmax(x, -1)
-        coefficients = smoothed_targets(x.data, *rows)
-        row_total = Tensor._wrap(coefficients.sum(axis=-1, keepdims=True), None)
-        coefficients = Tensor._wrap(coefficients, None)
-        return (probs * row_total - coefficients) * scale
+        grad_x = SoftmaxBackward.apply(probs, h * scale * row_total) \
+            if self.needs_input_grad[0] else None
+        grad_scale = None
+        if self.needs_input_grad[1]:
+            grad_scale = (h * (probs * row_total - constant(targets))).sum(-1, keepdim=True)
+        return grad_x, grad_scale
 
 
 def _target_weights(target, weight, ignore_index: int, dtype):
@@ -103,9 +115,9 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     logp, ids, out_shape = _flatten_classes(input, target, ignore_index, "nll_loss")
     _, safe_target, target_weight = _target_weights(
         ids, None if weight is None else weight.data, ignore_index, logp.data.dtype)
-    rows = Tensor._wrap(logp.xp.arange(ids.shape[0]), None)
-    picked = logp[rows, Tensor._wrap(safe_target, None)]
-    losses = -picked * Tensor._wrap(target_weight, None)
+    rows = constant(logp.xp.arange(ids.shape[0]))
+    picked = logp[rows, constant(safe_target)]
+    losses = -picked * constant(target_weight)
     if reduction == "none":
         return losses.reshape(out_shape)
     if reduction == "sum":

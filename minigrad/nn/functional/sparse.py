@@ -1,9 +1,9 @@
 """Embedding lookup: rows of a weight matrix picked by integer ids."""
 from __future__ import annotations
 
-from minigrad.autograd import Function
+from minigrad.autograd.function import Function
 from minigrad.ops.indexing import IndexAdd
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 
 class EmbeddingLookup(Function):
@@ -18,7 +18,7 @@ class EmbeddingLookup(Function):
 
     def backward(self, grad):
         if self.padding_idx is not None:
-            is_padding = Tensor._wrap((self.ids == self.padding_idx)[..., None], None)
+            is_padding = constant((self.ids == self.padding_idx)[..., None])
             grad = grad.masked_fill(is_padding, 0.0)
         return IndexAdd.apply(grad, index=self.ids, shape=self.weight_shape)
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from minigrad import distributed
 from minigrad.utils.data.sampler import Sampler
 
 
@@ -23,13 +24,10 @@ class DistributedSampler(Sampler):
 
     def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False):
-        if num_replicas is None or rank is None:
-            from minigrad import distributed
-
-            if num_replicas is None:
-                num_replicas = distributed.get_world_size()
-            if rank is None:
-                rank = distributed.get_rank()
+        if num_replicas is None:
+            num_replicas = distributed.get_world_size()
+        if rank is None:
+            rank = distributed.get_rank()
         if num_replicas < 1:
             raise ValueError(f"DistributedSampler: num_replicas must be at least 1, got "
                              f"{num_replicas}")

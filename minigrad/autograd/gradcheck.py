@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.autograd.engine import grad
+from minigrad.tensor_base import TensorBase
+
 
 def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True) -> bool:
@@ -17,10 +20,9 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
     in float32, eps=1e-6 is below rounding). Raises GradcheckError (or returns False) on
     the first mismatch, naming the input, the output and the worst element.
     """
-    from minigrad.tensor import Tensor
-
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    checked = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    inputs = (inputs,) if isinstance(inputs, TensorBase) else tuple(inputs)
+    checked = [i for i, t in enumerate(inputs)
+               if isinstance(t, TensorBase) and t.requires_grad]
     if not checked:
         raise ValueError("gradcheck: no input requires grad")
     for i in checked:
@@ -45,32 +47,28 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps: float = 1e-6, atol: floa
                   rtol: float = 1e-3, raise_exception: bool = True, seed: int = 0) -> bool:
     """Check second derivatives: gradcheck of (inputs, v) -> grad(func(inputs), inputs, v)
     built with create_graph=True. `v` is random (float64) unless given."""
-    from minigrad.autograd import grad
-    from minigrad.tensor import Tensor
-
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, TensorBase) else tuple(inputs)
     outputs = _as_tuple(func(*inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(seed)
         grad_outputs = tuple(
-            Tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device,
-                   requires_grad=True)
-            for o in outputs
+            _like(o, rng.standard_normal(o.shape)).requires_grad_() for o in outputs
         )
     grad_outputs = _as_tuple(grad_outputs)
     n_inputs = len(inputs)
-    differentiable = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    differentiable = [t for t in inputs if isinstance(t, TensorBase) and t.requires_grad]
 
     def first_derivatives(*args):
         primal, cotangents = args[:n_inputs], args[n_inputs:]
-        wrt = [t for t in primal if isinstance(t, Tensor) and t.requires_grad]
+        wrt = [t for t in primal if isinstance(t, TensorBase) and t.requires_grad]
         outs = _as_tuple(func(*primal))
         pairs = [(o, v) for o, v in zip(outs, cotangents) if o.requires_grad]
         grads = grad([o for o, _ in pairs], wrt, [v for _, v in pairs], create_graph=True,
                      allow_unused=True)
         return tuple(g if g is not None else t * 0 for g, t in zip(grads, wrt))
 
-    assert differentiable, "gradgradcheck: no input requires grad"
+    if not differentiable:
+        raise ValueError("gradgradcheck: no input requires grad")
     return gradcheck(first_derivatives, inputs + grad_outputs, eps, atol, rtol,
                      raise_exception)
 
@@ -83,17 +81,19 @@ def _as_tuple(value) -> tuple:
     return value if isinstance(value, tuple) else (value,)
 
 
-def _analytical_jacobian(func, inputs, out_index: int, in_index: int) -> np.ndarray:
-    from minigrad.autograd import grad
-    from minigrad.tensor import Tensor
+def _like(t: TensorBase, values: np.ndarray) -> TensorBase:
+    """A new tensor holding `values`, with t's dtype and device."""
+    return t._wrap(t.xp.asarray(values.astype(t.data.dtype)))
 
+
+def _analytical_jacobian(func, inputs, out_index: int, in_index: int) -> np.ndarray:
     out = _as_tuple(func(*inputs))[out_index]
     target = inputs[in_index]
     jacobian = np.zeros((out.data.size, target.data.size))
     for k in range(out.data.size):
         one_hot = np.zeros(out.data.size)
         one_hot[k] = 1
-        cotangent = Tensor(one_hot.reshape(out.shape), dtype=out.dtype, device=out.device)
+        cotangent = _like(out, one_hot.reshape(out.shape))
         (g,) = grad(out, [target], cotangent, retain_graph=True, allow_unused=True)
         if g is not None:
             jacobian[k] = g.numpy().reshape(-1)

@@ -1,0 +1,164 @@
+"""Function: the base of every differentiable op, and its node in the graph.
+
+An op subclasses Function with `forward(self, *arrays, **params) -> array`, which works on
+raw backend arrays (NumPy or CuPy, through `xp`), and `backward(self, grad)`, which is
+written with tensor ops and returns one gradient per input (None where none flows).
+`Op.apply(*tensors, **params)` runs forward and, when grad mode is on and an input requires
+grad, makes the new instance the output's `grad_fn`: the node remembers its inputs, and
+the engine (engine.py) later calls its backward.
+
+Because backward rules are tensor code, running them with grad mode on
+(`create_graph=True`) records a graph of the gradient itself: that is all it takes to get
+second derivatives.
+"""
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+from minigrad.autograd.grad_mode import MODES
+from minigrad.tensor_base import TensorBase
+
+
+class _Instruments:
+    """The process-wide profiler that `mg.profiler` installs (None when not profiling);
+    apply() hands every op to it."""
+
+    def __init__(self):
+        self.profiler = None
+
+
+INSTRUMENTS = _Instruments()
+
+
+class Function:
+    """Base of every differentiable op; an instance is one node of the graph.
+
+    Forward saves what backward needs with `save_for_backward(*arrays)`; backward reads
+    them back as tensors through `self.saved`: an input's array comes back as that input
+    tensor and the output's array as the output, so a backward rule that uses them stays
+    connected to the graph for higher derivatives.
+
+    Attributes set when the node joins a graph:
+        inputs: the input tensors.
+        needs_input_grad: per input, whether it requires grad.
+    Once its backward has run (unless the graph is retained) a node drops all of these and
+    everything its forward stored on it, so a loss kept after backward keeps no activations
+    alive.
+    """
+
+    is_view = False  # True for ops whose output may share input 0's memory (and version)
+
+    inputs: tuple
+    needs_input_grad: tuple
+
+    def forward(self, *arrays, **params):
+        raise NotImplementedError
+
+    def backward(self, grad):
+        raise NotImplementedError
+
+    def save_for_backward(self, *arrays) -> None:
+        self._saved = arrays
+
+    @classmethod
+    def apply(cls, *inputs: TensorBase, **params):
+        """Run the op on the inputs' arrays; link the output into the graph if needed."""
+        if INSTRUMENTS.profiler is not None:
+            return INSTRUMENTS.profiler.timed_apply(cls, inputs, params)
+        node = cls()
+        node._saved = None
+        try:
+            out = node.forward(*[t.data for t in inputs], **params)
+        except Exception as exc:
+            # NumPy and CuPy reject bad shapes, and each other's arrays, in many ways
+            if isinstance(exc, (ValueError, TypeError, IndexError)) or _mixes_devices(inputs):
+                raise _op_error(cls.__name__, inputs, exc) from exc
+            raise
+        if type(out) is not np.ndarray and isinstance(out, np.generic):
+            out = np.asarray(out)  # NumPy returns scalars from 0-d arithmetic
+        first = inputs[0]
+        if MODES.grad_enabled:
+            for t in inputs:
+                if t._requires_grad:
+                    return node._link(inputs, out)
+        return first._wrap(out, None, first._version if cls.is_view else None)
+
+    def _link(self, inputs: tuple, out):
+        """Make this node the creator of `out`: remember the inputs and their versions."""
+        self.inputs = inputs
+        self.needs_input_grad = tuple(t._requires_grad for t in inputs)
+        self._versions = tuple(t._version[0] for t in inputs)
+        self._out_data = out
+        self._freed = False
+        self._hooks = self._retained = None
+        if MODES.anomaly:
+            self._trace = "".join(traceback.format_stack()[:-3])
+        first = inputs[0]
+        result = first._wrap(out, self, first._version if self.is_view else None)
+        self._out_version = result._version
+        self._out_version_at_save = result._version[0]
+        return result
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def saved(self) -> tuple:
+        """The saved arrays as tensors (inputs and output keep their graph)."""
+        if self._freed:
+            raise RuntimeError(
+                f"{self.name}: trying to backward through the graph a second time (or to "
+                "read saved tensors after they were freed). Saved arrays are freed after "
+                "backward; pass retain_graph=True to the first backward() to keep them."
+            )
+        return tuple(self._as_tensor(array) for array in self._saved or ())
+
+    def _as_tensor(self, array):
+        for index, t in enumerate(self.inputs):
+            if t.data is array:
+                if t._version[0] != self._versions[index]:
+                    raise _modified_error(self.name, index, self._versions[index], t)
+                return t
+        first = self.inputs[0]
+        if array is self._out_data:
+            if self._out_version[0] != self._out_version_at_save:
+                raise RuntimeError(
+                    f"{self.name}: its output, needed for gradient computation, was modified "
+                    "by an in-place operation after it was computed"
+                )
+            return first._wrap(array, self if MODES.grad_enabled else None)
+        return first._wrap(array, None)
+
+    def _free(self) -> None:
+        """Drop everything this node holds of the forward pass, saved arrays, inputs and
+        whatever else its forward stored on it (after its backward has run)."""
+        self.__dict__.clear()
+        self._freed = True
+
+
+def _modified_error(op: str, index: int, expected: int, t: TensorBase) -> RuntimeError:
+    return RuntimeError(
+        f"{op}: input {index} (shape {tuple(t.shape)}, {t.dtype}), needed for gradient "
+        f"computation, was modified by an in-place operation: it is at version "
+        f"{t._version[0]}, expected version {expected}. Make the in-place change after "
+        "backward(), or use an out-of-place op."
+    )
+
+
+def _mixes_devices(inputs) -> bool:
+    return len({t.device for t in inputs}) > 1
+
+
+def _op_error(op: str, inputs, exc: Exception) -> RuntimeError:
+    described = ", ".join(
+        f"{tuple(t.shape)} {t.dtype.name} on {t.device}" for t in inputs
+    )
+    devices = {str(t.device) for t in inputs}
+    if len(devices) > 1:
+        hint = f"expected all tensors on the same device, got {' and '.join(sorted(devices))}"
+    else:
+        hint = str(exc)
+    return RuntimeError(f"{op}: invalid inputs [{described}]: {hint}")

@@ -1,0 +1,90 @@
+"""TensorBase: what the autograd core needs of a tensor.
+
+A tensor is a backend array (`data`), the graph node that made it (`grad_fn`, None for a
+leaf), its gradient (`grad`) and a version counter that in-place ops bump. The class users
+meet, `minigrad.tensor.Tensor`, adds the math on top of this base: its operators and
+methods call the ops in `minigrad.ops` and the backward engine.
+
+Why two classes: Tensor's methods call the ops, so tensor.py imports the ops; the ops, the
+Function machinery and the engine therefore cannot import tensor.py back (imports run one
+way). They recognise a tensor by this base class, and they make a new tensor through one
+they already hold: `like._wrap(array, grad_fn)` (every tensor is a Tensor, and `_wrap` is
+Tensor's constructor for op outputs).
+"""
+from __future__ import annotations
+
+from minigrad import dtypes
+from minigrad.backend import array_module, device_of
+
+_DTYPE_OF_NUMPY = {d.np: d for d in dtypes.ALL}
+
+
+class TensorBase:
+    """An array, its creator node, its gradient and its version; see the module docstring.
+
+    Attributes:
+        data: the backend array (numpy.ndarray on "cpu", cupy.ndarray on "gpu").
+        grad_fn: the Function node whose output this is; None for a leaf.
+        grad: the accumulated gradient (a tensor), for leaves that require grad.
+        _version: a one-element list shared with every view of the same memory; in-place
+            ops add 1, so a backward that saved the old values can tell.
+    """
+
+    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "_version", "_hooks",
+                 "_post_accumulate_hooks", "__weakref__", "__dict__")
+
+    # make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__)
+    __array_priority__ = 1000
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        found = _DTYPE_OF_NUMPY.get(self.data.dtype)
+        return found if found is not None else dtypes.from_numpy(self.data.dtype)
+
+    @property
+    def device(self):
+        return device_of(self.data)
+
+    @property
+    def xp(self):
+        """The array module of this tensor's data (numpy or cupy)."""
+        return array_module(self.data)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        """Make this leaf record (or stop recording) the ops applied to it."""
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"requires_grad_: only tensors of floating point dtype can require "
+                f"gradients, got {self.dtype} of shape {tuple(self.shape)}"
+            )
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "requires_grad_(False) on a non-leaf tensor; use .detach() instead"
+            )
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @staticmethod
+    def _wrap(data, grad_fn=None, version=None):
+        """A new tensor around `data` (no copy, no checks). Defined by Tensor."""
+        raise NotImplementedError
