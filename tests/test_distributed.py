@@ -5,36 +5,18 @@ job, with a timeout, and reads its exit status and output. Without mpi4py and an
 (pip install -e ".[distributed]") they skip with the reason; the checks that need no
 MPI at all run anyway.
 """
-import importlib.util
-import os
-import shutil
+import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from mpi_jobs import ROOT, job_env, needs_mpi, run_job, run_ranks
 
 import minigrad as mg
 import minigrad.distributed as dist
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ROOT / "tests" / "mpi"
 RANKS = 2
-
-needs_mpi = pytest.mark.skipif(
-    importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None,
-    reason="mpi4py or mpiexec missing: pip install -e '.[distributed]' (mpi4py, MPICH)")
-
-
-def run_job(script: str, *args: str, ranks: int = RANKS, timeout: float = 120):
-    """Run tests/mpi/<script> under mpiexec (ranks=None: one plain process)."""
-    from minigrad.distributed.launch import mpiexec_command
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
-    launcher = [] if ranks is None else mpiexec_command(ranks)
-    return subprocess.run([*launcher, sys.executable, str(SCRIPTS / script), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def assert_every_rank_passed(result, ranks: int, marker: str) -> None:
@@ -68,7 +50,7 @@ except RuntimeError as error:
     print(error)
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            text=True, timeout=60, env=job_env())
     assert result.returncode == 0, result.stderr
     assert "mpi4py is not installed; pip install 'minigrad[distributed]'" in result.stdout
 
@@ -103,3 +85,16 @@ def test_a_failing_rank_ends_the_job_quickly(failure):
     if failure == "raise":
         assert "[rank 1] uncaught exception, aborting all 2 ranks" in result.stderr
         assert "ValueError: rank 1 fails on purpose" in result.stderr
+
+
+@needs_mpi
+def test_the_readme_training_script_runs_on_two_ranks(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(),
+                        flags=re.DOTALL)
+    (script,) = [block for block in blocks if "init_process_group" in block]
+    checkpoint = tmp_path / "demo.safetensors"
+    path = tmp_path / "train.py"
+    path.write_text(script.replace("/tmp/demo.safetensors", str(checkpoint)))
+    result = run_ranks([sys.executable, str(path)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert mg.load(str(checkpoint))["0.weight"].shape == (32, 8)

@@ -4,6 +4,7 @@
     python -m train.toy_translate --device gpu           # a larger model on the GPU
     python -m train.toy_translate --translate "je suis étudiant"
     python -m train.toy_translate --resume runs/toy_translate.safetensors --steps 4000
+    mpiexec -n 2 python -m train.toy_translate --distributed    # two processes, one model
 
 A run logs every step's loss and learning rate (and the validation loss now and then)
 as JSON lines in OUT_DIR/toy_translate_log.jsonl, then reports greedy exact match and
@@ -25,6 +26,7 @@ import time
 from collections.abc import Sequence
 
 import minigrad as mg
+from train import distributed
 from train.checkpoint import load_model, load_run, new_train_state, save_run
 from train.config import DEFAULTS, GPU_DEFAULTS
 from train.data import SEED_PAIRS, ToyTranslationData, make_dataset, tokenize_french
@@ -65,6 +67,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "with it")
     parser.add_argument("--translate", metavar="TEXT",
                         help="translate TEXT with a trained checkpoint instead of training")
+    parser.add_argument("--distributed", action="store_true",
+                        help="be one rank of a data-parallel run started by mpiexec -n N "
+                             "(global batch = N x --batch-size); rank 0 alone logs, "
+                             "evaluates and saves")
     parser.add_argument("--plot-attention", metavar="PNG",
                         help="save the encoder-decoder attention of the translated sentence "
                              "(\"je suis étudiant\" after training), one panel per head")
@@ -81,13 +87,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.save is None:
         args.save = os.path.join(args.out_dir, "toy_translate.safetensors")
     if args.translate is not None:
+        if args.distributed:
+            print("toy_translate: --distributed trains; translate without it", file=sys.stderr)
+            return 2
         return translate_command(args)
-    return train_command(args)
+    shard = None
+    if args.distributed:
+        try:
+            shard = distributed.join(args)
+        except distributed.FlagMismatch as exc:
+            if exc.shard.is_main:  # one line for the job, not one per rank
+                print(f"toy_translate: {exc}", file=sys.stderr)
+            return 2
+    return train_command(args, shard)
 
 
-def train_command(args: argparse.Namespace) -> int:
-    """Train (or resume), save, then evaluate on the test set and show translations."""
-    os.makedirs(args.out_dir, exist_ok=True)
+def train_command(args: argparse.Namespace, shard=None) -> int:
+    """Train (or resume), save, then evaluate on the test set and show translations. In a
+    data-parallel run (`shard`), rank 0 alone writes files and reports."""
+    main_rank = shard is None or shard.is_main
+    if main_rank:
+        os.makedirs(args.out_dir, exist_ok=True)
     log_path = os.path.join(args.out_dir, "toy_translate_log.jsonl")
     if args.resume:
         state, config, src_vocab, tgt_vocab = load_run(args.resume, args.device)
@@ -96,7 +116,8 @@ def train_command(args: argparse.Namespace) -> int:
         defaults = GPU_DEFAULTS if args.device == "gpu" else DEFAULTS
         config = defaults.updated(**{field: getattr(args, field) for field in CONFIG_FIELDS})
         state = None
-        open(log_path, "w").close()  # a fresh run starts a fresh log
+        if main_rank:
+            open(log_path, "w").close()  # a fresh run starts a fresh log
     data = make_dataset(seed=config.seed, n_train=config.train_size)
     if state is None:
         state = new_train_state(config, data.src_vocab, data.tgt_vocab, args.device)
@@ -110,7 +131,10 @@ def train_command(args: argparse.Namespace) -> int:
     train(state, training_pairs(data), data.encode(data.val), steps=config.steps,
           batch_size=config.batch_size, seed=config.seed,
           label_smoothing=config.label_smoothing, device=args.device,
-          eval_every=config.eval_every, log=lambda record: append_jsonl(log_path, record))
+          eval_every=config.eval_every, log=lambda record: append_jsonl(log_path, record),
+          shard=shard)
+    if not main_rank:
+        return 0
     print(f"trained to step {state.step} in {time.perf_counter() - started:.0f} s")
     save_run(args.save, state, config, data.src_vocab, data.tgt_vocab)
     print(f"checkpoint saved to {args.save}")

@@ -30,7 +30,8 @@ class DistributedDataParallel(Module):
       forward (as PyTorch); turn it off for buffers that never change.
     - `no_sync()`: a context in which backward only accumulates local gradients; the next
       backward outside it averages the accumulated sums.
-    - `device_ids`: accepted for PyTorch code: None or the one device the module is on.
+    - `device_ids`, `output_device`: accepted for PyTorch code; None, or for a module on
+      the GPU that GPU (under the nccl backend, the one of this rank's local rank).
     """
 
     def __init__(self, module: Module, device_ids: list | None = None,
