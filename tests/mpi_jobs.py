@@ -3,18 +3,19 @@ timeout, and the marker that skips such tests (with the reason) where mpi4py or 
 mpiexec is missing."""
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from minigrad.distributed.launch import find_mpiexec, mpiexec_command
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "mpi"
 
 needs_mpi = pytest.mark.skipif(
-    importlib.util.find_spec("mpi4py") is None or shutil.which("mpiexec") is None,
+    importlib.util.find_spec("mpi4py") is None or find_mpiexec() is None,
     reason="mpi4py or mpiexec missing: pip install -e '.[distributed]' (mpi4py, MPICH)")
 
 
@@ -29,8 +30,6 @@ def run_job(script: str, *args: str, ranks: int | None = 2, timeout: float = 120
 
 def run_ranks(command: list[str], ranks: int | None = 2, timeout: float = 120):
     """Run `command` on `ranks` ranks (None: once, without mpiexec)."""
-    from minigrad.distributed.launch import mpiexec_command
-
     launcher = [] if ranks is None else mpiexec_command(ranks)
     return subprocess.run([*launcher, *command], cwd=ROOT, env=job_env(), capture_output=True,
                           text=True, timeout=timeout)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from mpi_jobs import needs_mpi, run_ranks
 
+from minigrad.distributed.launch import mpiexec_command
 from train.checkpoint import load_run
 from train.distributed import share_of_rows, without_padding_columns
 from train.vocab import PAD_ID
@@ -81,8 +82,6 @@ def test_a_resumed_distributed_run_repeats_an_uninterrupted_one(tmp_path):
 
 
 def test_ranks_with_other_flags_are_refused_naming_the_rank(tmp_path):
-    from minigrad.distributed.launch import mpiexec_command
-
     command = [sys.executable, "-m", "train.toy_translate", "--distributed", *TINY,
                "--out-dir", str(tmp_path)]
     launcher = mpiexec_command(1)

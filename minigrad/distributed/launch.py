@@ -6,14 +6,26 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
+
+
+def find_mpiexec() -> str | None:
+    """The mpiexec of this Python environment (the MPI its mpi4py was installed with:
+    `pip install 'minigrad[distributed]'` puts MPICH's beside the interpreter), else the
+    first on the PATH, else None."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("mpiexec")
 
 
 def mpiexec_command(processes: int) -> list[str]:
     """['mpiexec', '-n', N, ...]: prefix it to `python script.py`. Raises RuntimeError when
-    no mpiexec is on the PATH (pip install 'minigrad[distributed]' brings MPICH's)."""
-    launcher = shutil.which("mpiexec")
+    there is no mpiexec (pip install 'minigrad[distributed]' brings MPICH's)."""
+    launcher = find_mpiexec()
     if launcher is None:
-        raise RuntimeError("no mpiexec on the PATH: pip install 'minigrad[distributed]' "
+        raise RuntimeError("no mpiexec found: pip install 'minigrad[distributed]' "
                            "(mpi4py and MPICH)")
     command = [launcher, "-n", str(processes)]
     if _is_open_mpi(launcher):
