@@ -103,8 +103,9 @@ def init_process_group(backend: str | None = None, world_size: int = -1,
         if value != -1 and value != launched[name]:
             raise ValueError(f"init_process_group: {name}={value} but the MPI launcher "
                              f"started this process with {name} {launched[name]}")
+    # first: a rank that fails while setting up NCCL must not leave the others waiting
+    _install_abort_on_uncaught_exception(comm)
     _default = ProcessGroup(backend, comm)
-    _install_abort_on_uncaught_exception()
 
 
 def destroy_process_group() -> None:
@@ -142,28 +143,24 @@ def default_group(caller: str) -> ProcessGroup:
     return _default
 
 
-def _install_abort_on_uncaught_exception() -> None:
+def _install_abort_on_uncaught_exception(comm) -> None:
     global _previous_excepthook
     _previous_excepthook = sys.excepthook
-    sys.excepthook = _abort_on_uncaught_exception
+    rank, size = comm.Get_rank(), comm.Get_size()
+
+    def abort_on_uncaught_exception(exc_type, exc, traceback) -> None:
+        """Print the traceback, then take every rank down: the others may be waiting in
+        a collective for this one, and without an abort they would wait forever."""
+        sys.stderr.write(f"[rank {rank}] uncaught exception, aborting all {size} ranks:\n")
+        _previous_excepthook(exc_type, exc, traceback)
+        sys.stderr.flush()
+        comm.Abort(1)
+
+    sys.excepthook = abort_on_uncaught_exception
 
 
 def _restore_excepthook() -> None:
     global _previous_excepthook
-    if _previous_excepthook is not None and sys.excepthook is _abort_on_uncaught_exception:
+    if _previous_excepthook is not None:
         sys.excepthook = _previous_excepthook
     _previous_excepthook = None
-
-
-def _abort_on_uncaught_exception(exc_type, exc, traceback) -> None:
-    """Print the traceback, then take every rank down: the others may be waiting in a
-    collective for this one, and without an abort they would wait forever."""
-    group = _default
-    if group is None or _previous_excepthook is None:
-        sys.__excepthook__(exc_type, exc, traceback)
-        return
-    sys.stderr.write(f"[rank {group.rank}] uncaught exception, aborting all "
-                     f"{group.size} ranks:\n")
-    _previous_excepthook(exc_type, exc, traceback)
-    sys.stderr.flush()
-    group.mpi.comm.Abort(1)

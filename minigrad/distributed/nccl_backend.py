@@ -50,7 +50,9 @@ class NCCLBackend:
         if not nccl.available:
             raise RuntimeError(f"init_process_group('nccl'): rank {rank}: CuPy was built "
                                "without NCCL here (pip install 'minigrad[gpu]' brings it)")
-        local_rank = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+        machine = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)  # the ranks on this machine
+        local_rank = machine.Get_rank()
+        machine.Free()
         gpus = cupy.cuda.runtime.getDeviceCount()
         if local_rank >= gpus:
             raise RuntimeError(
