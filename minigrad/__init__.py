@@ -4,7 +4,7 @@
     from minigrad import nn, optim
     import minigrad.nn.functional as F
 """
-from minigrad import autograd, nn, optim, profiler, suggest, viz
+from minigrad import autograd, distributed, nn, optim, profiler, suggest, utils, viz
 from minigrad.autograd import (
     enable_grad,
     inference_mode,

@@ -1,5 +1,5 @@
 """minigrad.nn: modules, parameters, layers, init and functional (PyTorch's torch.nn)."""
-from minigrad.nn import functional, init, utils
+from minigrad.nn import functional, init, parallel, utils
 from minigrad.nn.activation import (
     ELU,
     GELU,
@@ -68,5 +68,6 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]
