@@ -150,6 +150,7 @@ CALLS = {
                      lambda L, f, x, y: f(x, 0, L.index([[2, 0, 1, 1], [2, 2, 0, 1]]), y)),
     "sort": ([(2, 4)], "signed", lambda L, f, x: f(x, 1, descending=True)),
     "topk": ([(2, 5)], "signed", lambda L, f, x: f(x, 2, dim=1, largest=False)),
+    "sum_to_size": ([(2, 3)], "signed", lambda L, f, x: f(x, 1, 3)),
 }
 
 ELEMENTS = {

@@ -82,7 +82,9 @@ def join(args: argparse.Namespace) -> RankShard:
     if not shard.is_main:
         sys.stdout = open(os.devnull, "w")  # for the rest of the process
     flags = [None] * shard.world_size
-    dist.all_gather_object(flags, vars(args))
+    # the flags as given (args.config is derived from them)
+    given = {key: value for key, value in vars(args).items() if key != "config"}
+    dist.all_gather_object(flags, given)
     for rank, theirs in enumerate(flags):
         differences = [f"--{key.replace('_', '-')} {value!r} (rank 0: {flags[0][key]!r})"
                        for key, value in theirs.items() if value != flags[0][key]]

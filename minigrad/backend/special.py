@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -9,17 +10,29 @@ from minigrad.backend.device import cupyx_special
 
 
 @functools.lru_cache(maxsize=1)
-def _numba_erf():
-    """math.erf as a NumPy ufunc, compiled by Numba on first use (cached on disk)."""
-    import math
+def _erf_ufunc():
+    """math.erf as a NumPy ufunc, compiled by Numba on first use and cached on disk (in
+    memory where no cache folder is writable); without Numba, math.erf element by element
+    (slower, the same values)."""
+    try:
+        from numba import vectorize
+    except ImportError:
+        return _erf_by_element
+    signatures = ["float32(float32)", "float64(float64)"]
+    try:
+        return vectorize(signatures, cache=True)(_erf_of_scalar)
+    except RuntimeError as exc:
+        if "cannot cache" not in str(exc):
+            raise
+        return vectorize(signatures)(_erf_of_scalar)
 
-    from numba import vectorize
 
-    @vectorize(["float32(float32)", "float64(float64)"], cache=True)
-    def erf(x):
-        return math.erf(x)
+def _erf_of_scalar(x):
+    return math.erf(x)
 
-    return erf
+
+def _erf_by_element(x):
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
 
 
 def erf(x):
@@ -30,5 +43,5 @@ def erf(x):
         # return float64 (its type map sends 'e' to 'd')
         return erf(x.astype(np.float32)).astype(np.float16)
     if isinstance(x, (np.ndarray, np.generic)):  # a 0-d product is a NumPy scalar
-        return _numba_erf()(np.asarray(x))
+        return _erf_ufunc()(np.asarray(x))
     return cupyx_special().erf(x)

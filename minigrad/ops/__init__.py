@@ -105,7 +105,7 @@ TENSOR_METHODS = (
     "logical_not", "logical_or", "lt", "ne", "not_equal",
     # reductions and scans
     "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logsumexp",
-    "max", "mean", "min", "softmax", "std", "sum", "var",
+    "max", "mean", "min", "softmax", "std", "sum", "sum_to_size", "var",
     # products
     "bmm", "dot", "matmul", "mm", "outer",
     # shape
