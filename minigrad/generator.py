@@ -64,6 +64,11 @@ class Generator:
     def __repr__(self) -> str:
         return f"minigrad.Generator(device='{self.device}', initial_seed={self._initial_seed})"
 
+    @property
+    def numpy_generator(self) -> np.random.Generator:
+        """The NumPy generator that draws this stream (the data loaders shuffle with it)."""
+        return self._numpy
+
     # the draws minigrad.random offers too, with the same arguments
     def uniform(self, shape, low, high, dtype, device):
         draws = self._numpy.uniform(low, high, size=shape).astype(dtype.np, copy=False)

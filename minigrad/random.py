@@ -57,14 +57,14 @@ def set_rng_state(state: dict) -> None:
     nothing restored). A bare PCG64 state (the CPU part alone) restores the CPU generator
     and leaves the GPU one as it is."""
     if not isinstance(state, dict):
-        raise ValueError(f"set_rng_state: expected a dict from mg.get_rng_state(), got "
-                         f"{type(state).__name__}")
+        raise ValueError(f"set_rng_state: expected a dict with the keys 'cpu' and 'gpu', as "
+                         f"get_rng_state() returns, got {type(state).__name__}")
     if "bit_generator" in state:
         state = {"cpu": state}
     unknown = set(state) - {"cpu", "gpu"}
     if unknown or "cpu" not in state:
-        raise ValueError(f"set_rng_state: expected the keys 'cpu' and 'gpu', got "
-                         f"{sorted(map(str, state))}")
+        raise ValueError(f"set_rng_state: expected a dict with the keys 'cpu' and 'gpu', as "
+                         f"get_rng_state() returns, got {sorted(map(str, state))}")
     cpu = _checked_cpu_state(state["cpu"])
     gpu = _checked_gpu_state(state["gpu"]) if "gpu" in state else None
     global _cpu, _gpu
@@ -78,7 +78,7 @@ def _checked_cpu_state(state) -> np.random.PCG64:
     checkpoint may carry a corrupt or hostile state)."""
     fields = {"bit_generator", "state", "has_uint32", "uinteger"}
     if not isinstance(state, dict) or set(state) != fields:
-        raise ValueError(f"set_rng_state: the 'cpu' state must be a dict with the keys "
+        raise ValueError(f"set_rng_state: the 'cpu' state: expected a dict with the keys "
                          f"{sorted(fields)}, as get_rng_state() returns, got {str(state)[:80]}")
     if type(state["bit_generator"]) is not str or state["bit_generator"] != "PCG64":
         raise ValueError(f"set_rng_state: the 'cpu' state is for a {state['bit_generator']!r} "
@@ -86,10 +86,11 @@ def _checked_cpu_state(state) -> np.random.PCG64:
     counters = state["state"]
     if not (isinstance(counters, dict) and set(counters) == {"state", "inc"}
             and all(_is_int_below(counters[k], 2**128) for k in counters)):
-        raise ValueError(f"set_rng_state: 'state' must hold 'state' and 'inc', integers in "
-                         f"[0, 2**128), got {str(counters)[:80]}")
+        raise ValueError(f"set_rng_state: the 'cpu' state: 'state' must hold 'state' and "
+                         f"'inc', integers in [0, 2**128), got {str(counters)[:80]}")
     if not (_is_int_below(state["has_uint32"], 2) and _is_int_below(state["uinteger"], 2**32)):
-        raise ValueError("set_rng_state: 'has_uint32' must be 0 or 1 and 'uinteger' an "
+        raise ValueError("set_rng_state: the 'cpu' state: 'has_uint32' must be 0 or 1 and "
+                         "'uinteger' an "
                          f"integer in [0, 2**32), got {state['has_uint32']!r} and "
                          f"{state['uinteger']!r}")
     bit_generator = np.random.PCG64()

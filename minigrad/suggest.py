@@ -27,8 +27,6 @@ MODULE_NEAR = {
     "device": "mg.Device('cpu' or 'gpu') (or the strings themselves)",
     "diag": "mg.einsum('ii->i', x) for a diagonal",
     "diagonal": "mg.einsum('...ii->...i', x)",
-    "empty": "mg.zeros (minigrad has no uninitialised tensors)",
-    "empty_like": "mg.zeros_like",
     "FloatTensor": "mg.tensor(data, dtype=mg.float32)",
     "hstack": "mg.cat(tensors, dim=1) (dim=0 for vectors)",
     "int8": "mg.int64, minigrad's one integer dtype",
@@ -55,9 +53,7 @@ FUNCTIONAL_NEAR = {
     "interpolate": "x.repeat_interleave(factor, dim) for nearest upsampling by an integer "
                    "factor",
     "relu6": "x.clamp(0, 6)",
-    "sigmoid": "mg.sigmoid(x) or x.sigmoid()",
     "softmin": "F.softmax(-x, dim)",
-    "tanh": "mg.tanh(x) or x.tanh()",
     "threshold": "mg.where(x > threshold, x, value)",
 }
 

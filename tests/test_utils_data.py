@@ -150,7 +150,7 @@ def test_random_split_follows_the_global_seed_and_checks_lengths():
         random_split(range(10), [4, 5])
     with pytest.raises(ValueError, match="fraction at index 0 is 1.5"):
         random_split(range(10), [1.5, -0.5])
-    with pytest.raises(TypeError, match="generator must be a numpy.random.Generator"):
+    with pytest.raises(TypeError, match="generator must be a minigrad.Generator, a numpy"):
         random_split(range(10), [5, 5], generator="seed")
 
 

@@ -102,7 +102,7 @@ class Function:
         for t in inputs:
             needs.append(t._requires_grad)
             versions.append(t._version[0])
-        self.needs_input_grad = needs
+        self.needs_input_grad = tuple(needs)
         self._versions = versions
         self._out_data = out
         self._freed = False
