@@ -1,27 +1,57 @@
 """minigrad.nn: modules, parameters, layers, init and functional (PyTorch's torch.nn)."""
 from minigrad.nn import functional, init, utils
 from minigrad.nn.activation import GELU, ReLU, Softmax
+from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from minigrad.nn.containers import ModuleDict, ModuleList, Sequential
+from minigrad.nn.conv import Conv1d, Conv2d
 from minigrad.nn.dropout import Dropout
 from minigrad.nn.embedding import Embedding
+from minigrad.nn.flatten import Flatten, Unflatten
+from minigrad.nn.group_norm import GroupNorm
 from minigrad.nn.linear import Linear
 from minigrad.nn.module import Module
 from minigrad.nn.normalization import LayerNorm
 from minigrad.nn.parameter import Parameter
+from minigrad.nn.parameter_containers import ParameterDict, ParameterList
+from minigrad.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from minigrad.nn.rms_norm import RMSNorm
 
 __all__ = [
     "GELU",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv1d",
+    "Conv2d",
     "Dropout",
     "Embedding",
+    "Flatten",
+    "GroupNorm",
     "LayerNorm",
     "Linear",
+    "MaxPool1d",
+    "MaxPool2d",
     "Module",
     "ModuleDict",
     "ModuleList",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
+    "RMSNorm",
     "ReLU",
     "Sequential",
     "Softmax",
+    "Unflatten",
     "functional",
     "init",
     "utils",

@@ -1,0 +1,86 @@
+"""Sliding 2-D windows over the last two dims of an array (N, C, H, W), shared by
+convolution and pooling, in plain `xp` code (NumPy and CuPy alike).
+
+A `Window2d` says where a window reads: kernel (kh, kw), stride, dilation and padding
+((top, bottom), (left, right)). Output position (y, x) and kernel tap (i, j) read padded
+input element (y * sh + i * dh, x * sw + j * dw). Two ways to visit those elements:
+
+- `tap_slices`: one strided slice per tap, each (..., Ho, Wo); an op loops over kh * kw
+  taps, touching every output once per tap (pooling, the col2im scatter-add).
+- `im2col_view`: every tap at once as a zero-copy view (C, kh, kw, N, Ho, Wo) of the
+  padded input, which a reshape turns into the column matrix of one matrix product.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from minigrad.backend import array_module
+
+
+@dataclass(frozen=True)
+class Window2d:
+    """Where a 2-D sliding window reads (see the module docstring)."""
+
+    kernel: tuple[int, int]
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    padding: tuple[tuple[int, int], tuple[int, int]] = ((0, 0), (0, 0))
+
+    def extent(self, dim: int) -> int:
+        """How many input rows (dim 0) or columns (dim 1) one window spans."""
+        return self.dilation[dim] * (self.kernel[dim] - 1) + 1
+
+    def padded_size(self, height: int, width: int) -> tuple[int, int]:
+        (top, bottom), (left, right) = self.padding
+        return height + top + bottom, width + left + right
+
+    def output_size(self, height: int, width: int) -> tuple[int, int]:
+        """(Ho, Wo) = floor((padded - extent) / stride) + 1 per dim."""
+        padded = self.padded_size(height, width)
+        return tuple((padded[d] - self.extent(d)) // self.stride[d] + 1 for d in (0, 1))
+
+
+def pad(x, window: Window2d, value: float = 0.0):
+    """x with the window's padding around its last two dims, filled with `value`, as a
+    C-contiguous array (x itself when it is one and there is no padding; the views below
+    rely on C strides)."""
+    xp = array_module(x)
+    (top, bottom), (left, right) = window.padding
+    if top == bottom == left == right == 0:
+        return xp.ascontiguousarray(x)
+    height, width = x.shape[-2:]
+    out = xp.full(x.shape[:-2] + window.padded_size(height, width), value, dtype=x.dtype)
+    out[..., top:top + height, left:left + width] = x
+    return out
+
+
+def interior(padded, window: Window2d, height: int, width: int):
+    """The inverse of pad: a view of the (height, width) interior."""
+    (top, _), (left, _) = window.padding
+    return padded[..., top:top + height, left:left + width]
+
+
+def tap_slices(window: Window2d, output_size: tuple[int, int]) -> Iterator[tuple]:
+    """For each tap (i, j), row-major, the index of the padded-input elements it reads at
+    every output position: padded[index] has shape (..., Ho, Wo)."""
+    (kh, kw), (sh, sw), (dh, dw) = window.kernel, window.stride, window.dilation
+    out_h, out_w = output_size
+    for i in range(kh):
+        rows = slice(i * dh, i * dh + sh * (out_h - 1) + 1, sh)
+        for j in range(kw):
+            yield (Ellipsis, rows, slice(j * dw, j * dw + sw * (out_w - 1) + 1, sw))
+
+
+def im2col_view(padded, window: Window2d, output_size: tuple[int, int]):
+    """A view (C, kh, kw, N, Ho, Wo) of a C-contiguous padded (N, C, Hp, Wp) array:
+    view[c, i, j, n, y, x] = padded[n, c, y * sh + i * dh, x * sw + j * dw]. Overlapping
+    windows share memory, so it is only read. The order puts the output columns last:
+    copying it to a matrix reads runs of Wo neighbours (contiguous for stride 1)."""
+    xp = array_module(padded)
+    batch, channels = padded.shape[:2]
+    stride_n, stride_c, stride_h, stride_w = padded.strides
+    (kh, kw), (sh, sw), (dh, dw) = window.kernel, window.stride, window.dilation
+    shape = (channels, kh, kw, batch) + tuple(output_size)
+    strides = (stride_c, stride_h * dh, stride_w * dw, stride_n, stride_h * sh, stride_w * sw)
+    return xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides)
