@@ -60,6 +60,13 @@ class _AvgPoolNd(Module):
 class AvgPool1d(_AvgPoolNd):
     """Mean over windows of (N, C, L) or (C, L) inputs (see F.avg_pool1d)."""
 
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        # stored as 1-tuples, as PyTorch's AvgPool1d does
+        super().__init__(_single(kernel_size), _single(stride if stride is not None
+                                                       else kernel_size),
+                         _single(padding), ceil_mode, count_include_pad)
+
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad)
@@ -76,6 +83,10 @@ class AvgPool2d(_AvgPoolNd):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad, self.divisor_override)
+
+
+def _single(value) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 class AdaptiveAvgPool1d(Module):
