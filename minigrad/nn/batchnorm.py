@@ -18,22 +18,20 @@ class _BatchNorm(Module):
     momentum: the weight of each new batch in the running averages; None makes them
     cumulative averages (weight 1 / num_batches_tracked). track_running_stats=False keeps
     no buffers and always uses the batch's statistics. affine adds weight (ones) and bias
-    (zeros)."""
+    (zeros; bias=False leaves it out)."""
 
     _expected_dims: tuple[int, ...]
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias: bool = True) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(creation.ones(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(creation.zeros(num_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        self.register_parameter("weight", Parameter(
+            creation.ones(num_features, dtype=dtype, device=device)) if affine else None)
+        self.register_parameter("bias", Parameter(
+            creation.zeros(num_features, dtype=dtype, device=device)) if affine and bias else None)
         if track_running_stats:
             self.register_buffer("running_mean",
                                  creation.zeros(num_features, dtype=dtype, device=device))
@@ -54,8 +52,9 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
+        if self.weight is not None:
             init.ones_(self.weight)
+        if self.bias is not None:
             init.zeros_(self.bias)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
@@ -77,7 +76,8 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

@@ -47,7 +47,8 @@ class ParameterList(Module):
         return self._parameters[self._position(index)]
 
     def __setitem__(self, index: int, value: Tensor) -> None:
-        self.register_parameter(self._position(index), _as_parameter(value, "ParameterList"))
+        # in place, keeping the order (register_parameter would move it to the end)
+        self._parameters[self._position(index)] = _as_parameter(value, "ParameterList")
 
     def __len__(self) -> int:
         return len(self._parameters)
@@ -83,7 +84,10 @@ class ParameterDict(Module):
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f"ParameterDict: a key must be a non-empty string without '.', "
                            f"got {name!r}")
-        self.register_parameter(name, _as_parameter(value, "ParameterDict"))
+        if name in self._parameters:  # keeps its place, as in a dict
+            self._parameters[name] = _as_parameter(value, "ParameterDict")
+        else:
+            self.register_parameter(name, _as_parameter(value, "ParameterDict"))
 
     def __delitem__(self, name: str) -> None:
         del self._parameters[name]
