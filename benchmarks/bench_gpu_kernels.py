@@ -9,6 +9,8 @@ it faster (minigrad/kernels/cuda/__init__.py); today that is nowhere by default.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from benchmarks.timing import median_times, print_table
@@ -27,17 +29,17 @@ def _synced(cupy, fn, *args):
     return call
 
 
-def _row_rows(cupy, gpu_kernels, reference) -> list:
+def _row_rows(cupy, gpu_kernels, twins) -> list:
     rows = []
     rng = cupy.random.default_rng(0)
     for shape in ROW_SHAPES:
         x = rng.standard_normal(shape, dtype=np.float32)
         g = rng.standard_normal(shape, dtype=np.float32)
-        y = reference.softmax(x)
+        y = twins.softmax_twin(x)
         for name, args in (("softmax", (x,)), ("log_softmax", (x,)),
                            ("softmax_backward", (y, g))):
             times = median_times({
-                "twin": _synced(cupy, getattr(reference, name), *args),
+                "twin": _synced(cupy, getattr(twins, f"{name}_twin"), *args),
                 "kernel": _synced(cupy, getattr(gpu_kernels, name), *args),
             }, repeats=30, warmup=3)
             rows.append(_row(f"{name} {shape}", times["twin"], times["kernel"]))
@@ -65,13 +67,13 @@ def _row(case: str, baseline: float, kernel: float) -> list:
 def main() -> None:
     import minigrad as mg
     from minigrad.kernels import cuda as gpu_kernels
-    from minigrad.kernels import reference
+    twins = importlib.import_module("minigrad.kernels.softmax")  # the module, not the function
 
     if not mg.cuda.is_available():
         raise SystemExit(f"bench_gpu_kernels: no GPU: {mg.cuda.unavailable_reason()}")
     cupy = mg.backend.cupy_or_none()
     print(f"GPU kernels vs twins on {mg.cuda.get_device_name()} (float32, us per call)")
-    rows = _row_rows(cupy, gpu_kernels, reference) + _matmul_rows(cupy, gpu_kernels)
+    rows = _row_rows(cupy, gpu_kernels, twins) + _matmul_rows(cupy, gpu_kernels)
     print_table(["case", "twin/cuBLAS us", "Numba kernel us", "kernel speed-up"], rows)
 
 

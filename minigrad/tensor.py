@@ -300,6 +300,7 @@ class Tensor(TensorBase):
     def expand(self, *sizes):
         return ops.expand(self, sizes)
 
+    sum_to_size = ops.sum_to_size
     flatten = ops.flatten
     contiguous = ops.contiguous
     split = ops.split

@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from minigrad.nn.parameter import Parameter
+
 
 def to_dot(tensor, name: str = "output") -> str:
     """DOT text: one box per op (name, output shape and dtype), one ellipse per leaf
@@ -24,6 +26,9 @@ def to_dot(tensor, name: str = "output") -> str:
     lines.append(f'  {node_id(tensor)} [label="{name}\\n{describe(tensor)}", shape=note];')
     if tensor.grad_fn is None:
         return "\n".join(lines + ["}"])
+    if tensor.grad_fn._freed:
+        raise RuntimeError("to_dot: the graph behind this tensor was freed by backward(); "
+                           "draw it before backward, or pass retain_graph=True to backward")
     lines.append(f"  {node_id(tensor.grad_fn)} -> {node_id(tensor)};")
     stack, seen = [(tensor.grad_fn, tensor)], set()
     while stack:
@@ -43,8 +48,6 @@ def to_dot(tensor, name: str = "output") -> str:
 
 
 def _leaf_line(identifier: str, leaf, description: str) -> str:
-    from minigrad.nn.parameter import Parameter
-
     if isinstance(leaf, Parameter):
         return f'  {identifier} [label="Parameter\\n{description}", style=bold, color=darkgreen];'
     if leaf.requires_grad:

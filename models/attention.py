@@ -13,8 +13,12 @@ class MultiHeadAttention(nn.Module):
 
     query (batch, q_len, d_model), key and value (batch, k_len, d_model), mask additive and
     broadcastable to (batch, heads, q_len, k_len) -> (batch, q_len, d_model). All heads run
-    in one batched matmul on (batch, heads, len, d_head) tensors. The weights of the last
-    call, (batch, heads, q_len, k_len), stay in `self.weights` (detached) for plotting.
+    in one batched matmul on (batch, heads, len, d_head) tensors.
+
+    With `keep_weights` set (see `Transformer.keeping_attention_weights`), the attention
+    probabilities of the last call, (batch, heads, q_len, k_len) before dropout, stay in
+    `self.weights` (detached) for plotting; otherwise `self.weights` is None and nothing
+    is kept, so training pays no copy and holds no extra memory.
     """
 
     def __init__(self, d_model: int, nhead: int, dropout: float = 0.0):
@@ -30,6 +34,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.dropout = dropout  # on the attention weights, as in PyTorch
+        self.keep_weights = False
         self.weights: mg.Tensor | None = None
 
     def forward(self, query: mg.Tensor, key: mg.Tensor, value: mg.Tensor,
@@ -39,7 +44,8 @@ class MultiHeadAttention(nn.Module):
         q = self._split_heads(self.w_q(query))
         k, v = self._keys_values(key, value, cache)
         out, weights = F.attention(q, k, v, mask, self.dropout, self.training)
-        self.weights = weights.detach()
+        # cleared when not kept, so that no stale weights outlive the call that made them
+        self.weights = weights.detach() if self.keep_weights else None
         return self.w_o(self._merge_heads(out))
 
     def _keys_values(self, key, value, cache: KVCache | None):

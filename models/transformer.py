@@ -2,8 +2,12 @@
 Linear to target-vocabulary logits."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import minigrad as mg
 from minigrad import nn
+from models.attention import MultiHeadAttention
 from models.cache import DecoderCache
 from models.embedding import PositionalEncoding, TokenEmbedding
 from models.layers import DecoderLayer, EncoderLayer
@@ -126,13 +130,41 @@ class Transformer(nn.Module):
         """An empty KV cache for incremental decoding with `decode`."""
         return DecoderCache(len(self.decoder.layers))
 
+    @contextmanager
+    def keeping_attention_weights(self) -> Iterator[None]:
+        """Inside the block every MultiHeadAttention keeps the attention probabilities of
+        its last call, which `attention_weights()` returns; on leaving it the layers go
+        back to keeping nothing (the default, free in training).
+
+            with model.keeping_attention_weights():
+                model(src, tgt)
+            weights = model.attention_weights()
+        """
+        layers = [module for module in self.modules() if isinstance(module, MultiHeadAttention)]
+        previous = [layer.keep_weights for layer in layers]
+        for layer in layers:
+            layer.keep_weights = True
+        try:
+            yield
+        finally:
+            for layer, keep in zip(layers, previous, strict=True):
+                layer.keep_weights = keep
+
     def attention_weights(self) -> dict[str, mg.Tensor]:
-        """The attention weights of the last forward, (batch, heads, q_len, k_len), by layer:
-        "encoder.{i}.self_attn", "decoder.{i}.self_attn", "decoder.{i}.cross_attn"."""
-        weights = {}
-        for i, layer in enumerate(self.encoder.layers):
-            weights[f"encoder.{i}.self_attn"] = layer.self_attn.weights
+        """The attention weights of the last forward run under `keeping_attention_weights`,
+        (batch, heads, q_len, k_len), by layer: "encoder.{i}.self_attn",
+        "decoder.{i}.self_attn", "decoder.{i}.cross_attn" (only the layers that ran, so a
+        lone `decode` gives the decoder's)."""
+        layers = {f"encoder.{i}.self_attn": layer.self_attn
+                  for i, layer in enumerate(self.encoder.layers)}
         for i, layer in enumerate(self.decoder.layers):
-            weights[f"decoder.{i}.self_attn"] = layer.self_attn.weights
-            weights[f"decoder.{i}.cross_attn"] = layer.cross_attn.weights
+            layers[f"decoder.{i}.self_attn"] = layer.self_attn
+            layers[f"decoder.{i}.cross_attn"] = layer.cross_attn
+        weights = {name: layer.weights for name, layer in layers.items()
+                   if layer.weights is not None}
+        if not weights:
+            raise RuntimeError(
+                "Transformer.attention_weights: the last forward kept no attention weights; "
+                "run it inside `with model.keeping_attention_weights():`"
+            )
         return weights

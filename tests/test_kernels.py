@@ -15,7 +15,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import minigrad.kernels as kernels
-from minigrad.kernels import reference
+from minigrad.kernels.cross_entropy import cross_entropy_backward_twin, cross_entropy_twin
+from minigrad.kernels.layer_norm import layer_norm_backward_twin, layer_norm_twin
+from minigrad.kernels.matmul import matmul_twin
+from minigrad.kernels.softmax import (
+    _TWINS,
+    log_softmax_backward_twin,
+    log_softmax_twin,
+    softmax_backward_twin,
+    softmax_twin,
+)
 
 DTYPES = [np.float32, np.float64]
 TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
@@ -55,7 +64,7 @@ def test_softmax_matches_reference(dtype, data):
     x = data.draw(logits(dtype))
     y = kernels.softmax(x)
     assert y.dtype == dtype and not np.isnan(y).any()
-    _assert_close(y, reference.softmax(x), dtype)
+    _assert_close(y, softmax_twin(x), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -65,7 +74,7 @@ def test_log_softmax_matches_reference(dtype, data):
     x = data.draw(logits(dtype))
     z = kernels.log_softmax(x)
     assert z.dtype == dtype and not np.isnan(z).any()
-    _assert_close(z, reference.log_softmax(x), dtype)
+    _assert_close(z, log_softmax_twin(x), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -73,9 +82,9 @@ def test_log_softmax_matches_reference(dtype, data):
 @given(data=st.data())
 def test_softmax_backward_matches_reference(dtype, data):
     x = data.draw(logits(dtype))
-    y = reference.softmax(x)
+    y = softmax_twin(x)
     g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-10, 10, width=32)))
-    _assert_close(kernels.softmax_backward(y, g), reference.softmax_backward(y, g), dtype)
+    _assert_close(kernels.softmax_backward(y, g), softmax_backward_twin(y, g), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -83,9 +92,9 @@ def test_softmax_backward_matches_reference(dtype, data):
 @given(data=st.data())
 def test_log_softmax_backward_matches_reference(dtype, data):
     x = data.draw(logits(dtype))
-    z = reference.log_softmax(x)
+    z = log_softmax_twin(x)
     g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-10, 10, width=32)))
-    _assert_close(kernels.log_softmax_backward(z, g), reference.log_softmax_backward(z, g), dtype)
+    _assert_close(kernels.log_softmax_backward(z, g), log_softmax_backward_twin(z, g), dtype)
 
 
 def test_fully_masked_row_conventions():
@@ -104,7 +113,7 @@ def test_softmax_kernels_across_row_lengths_and_chunks(dtype, shape):
     """Rows run in chunks of about 2048 values, each row in vectors of 4 or 8 lanes with a
     masked partial last vector unless the length is a multiple of the lanes: rows of 1,
     shorter than one vector, exact multiples and ragged, several chunks, -inf entries and
-    fully masked rows, serial and parallel."""
+    fully masked rows."""
     from minigrad.kernels.cpu import softmax as cpu_softmax
 
     rng = np.random.default_rng(3)
@@ -112,18 +121,17 @@ def test_softmax_kernels_across_row_lengths_and_chunks(dtype, shape):
     x[rng.random(shape) < 0.2] = -np.inf
     x[::7] = -np.inf
     g = rng.standard_normal(shape).astype(dtype)
-    y, z = reference.softmax(x), reference.log_softmax(x)
+    y, z = softmax_twin(x), log_softmax_twin(x)
     cases = [
         ("softmax", (x,), y),
         ("log_softmax", (x,), z),
-        ("softmax_backward", (y, g), reference.softmax_backward(y, g)),
-        ("log_softmax_backward", (z, g), reference.log_softmax_backward(z, g)),
+        ("softmax_backward", (y, g), softmax_backward_twin(y, g)),
+        ("log_softmax_backward", (z, g), log_softmax_backward_twin(z, g)),
     ]
     for name, args, expected in cases:
-        for parallel in (False, True):
-            out = np.empty_like(x)
-            getattr(cpu_softmax, name)(*args, out, parallel)
-            _assert_close(out, expected, dtype)
+        out = np.empty_like(x)
+        getattr(cpu_softmax, name)(*args, out)
+        _assert_close(out, expected, dtype)
 
 
 def _matmul_operands(draw, dtype):
@@ -153,7 +161,7 @@ def _matmul_operands(draw, dtype):
 @given(data=st.data())
 def test_matmul_matches_reference(dtype, data):
     a, b = _matmul_operands(data.draw, dtype)
-    expected = reference.matmul(a, b)
+    expected = matmul_twin(a, b)
     actual = kernels.matmul(a, b)
     assert np.shape(actual) == expected.shape
     _assert_close(actual, expected, dtype)
@@ -179,30 +187,6 @@ def test_matmul_larger_shapes(dtype, a_shape, b_shape):
     _assert_close(
         kernels.matmul(a, np.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)), a @ b, dtype
     )
-
-
-def test_parallel_paths_match_serial():
-    from minigrad.kernels.cpu import matmul as cpu_matmul
-    from minigrad.kernels.cpu import softmax as cpu_softmax
-
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((33, 17)).astype(np.float32)
-    serial, parallel = np.empty_like(x), np.empty_like(x)
-    cpu_softmax.softmax(x, serial, False)
-    cpu_softmax.softmax(x, parallel, True)
-    np.testing.assert_array_equal(serial, parallel)
-    a, bt = rng.standard_normal((9, 21, 11)), rng.standard_normal((9, 7, 11))
-    b = np.ascontiguousarray(bt.swapaxes(-1, -2))
-    for kernel, right in ((cpu_matmul.batched_gemm_nt, bt), (cpu_matmul.batched_gemm_nn, b)):
-        out_serial, out_parallel = np.empty((9, 21, 7)), np.empty((9, 21, 7))
-        kernel(a, right, out_serial, False)
-        kernel(a, right, out_parallel, True)
-        np.testing.assert_array_equal(out_serial, out_parallel)
-        np.testing.assert_allclose(out_serial, a @ b, rtol=1e-12)
-    out2d = np.empty((21, 7))
-    cpu_matmul.gemm_nt(a[0], bt[0], out2d, True)
-    np.testing.assert_allclose(out2d, a[0] @ bt[0].T, rtol=1e-12)
-
 
 
 @st.composite
@@ -237,7 +221,7 @@ def _assert_close_scaled(actual, expected, dtype, scale):
 @given(data=st.data(), eps=st.sampled_from([1e-5, 0.1]))
 def test_layer_norm_matches_reference(dtype, data, eps):
     x, weight, bias, num_dims = data.draw(layer_norm_inputs(dtype))
-    expected = reference.layer_norm(x, weight, bias, num_dims, eps)
+    expected = layer_norm_twin(x, weight, bias, num_dims, eps)
     actual = kernels.layer_norm(x, weight, bias, num_dims, eps)
     amplification = float(expected[2].max())
     for a, e in zip(actual, expected):
@@ -250,9 +234,9 @@ def test_layer_norm_matches_reference(dtype, data, eps):
 @given(data=st.data())
 def test_layer_norm_backward_matches_reference(dtype, data):
     x, weight, _, num_dims = data.draw(layer_norm_inputs(dtype))
-    _, mean, rstd = reference.layer_norm(x, weight, None, num_dims, 1e-5)
+    _, mean, rstd = layer_norm_twin(x, weight, None, num_dims, 1e-5)
     g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-2, 2, width=32)))
-    expected = reference.layer_norm_backward(g, x, mean, rstd, weight, num_dims)
+    expected = layer_norm_backward_twin(g, x, mean, rstd, weight, num_dims)
     actual = kernels.layer_norm_backward(g, x, mean, rstd, weight, num_dims)
     # dx carries rstd twice (once through xhat); the sums add one error per row
     amplification = float(rstd.max()) ** 2 * x.size
@@ -295,7 +279,7 @@ def cross_entropy_inputs(draw, dtype):
 @given(data=st.data())
 def test_cross_entropy_matches_reference(dtype, data):
     arguments = data.draw(cross_entropy_inputs(dtype))
-    expected_losses, expected_logp = reference.cross_entropy(*arguments)
+    expected_losses, expected_logp = cross_entropy_twin(*arguments)
     losses, logp = kernels.cross_entropy(*arguments)
     assert losses.dtype == logp.dtype == dtype
     # losses sum up to C products of logp (|logp| up to 1e2), one rounding each
@@ -308,12 +292,12 @@ def test_cross_entropy_matches_reference(dtype, data):
 @given(data=st.data(), per_row=st.booleans())
 def test_cross_entropy_backward_matches_reference(dtype, data, per_row):
     x, *rows = data.draw(cross_entropy_inputs(dtype))
-    logp = reference.log_softmax(x)
+    logp = log_softmax_twin(x)
     scale_shape = (x.shape[0], 1) if per_row else ()
     scale = data.draw(hnp.arrays(dtype, scale_shape, elements=st.floats(-2, 2, width=32)))
     dx = kernels.cross_entropy_backward(logp, *rows, scale)
     assert dx.dtype == dtype
-    _assert_close(dx, reference.cross_entropy_backward(logp, *rows, scale), dtype)
+    _assert_close(dx, cross_entropy_backward_twin(logp, *rows, scale), dtype)
 
 
 def test_cross_entropy_all_ignored_gives_zero_loss_and_gradient():
@@ -325,28 +309,6 @@ def test_cross_entropy_all_ignored_gives_zero_loss_and_gradient():
     np.testing.assert_array_equal(kernels.cross_entropy_backward(logp, *rows, np.float32(1)), 0)
 
 
-def test_row_kernels_parallel_paths_match_serial():
-    from minigrad.kernels.cpu import cross_entropy as cpu_cross_entropy
-    from minigrad.kernels.cpu import layer_norm as cpu_layer_norm
-
-    rng = np.random.default_rng(2)
-    x, g = rng.standard_normal((2, 37, 13))
-    ones, zeros, eps = np.ones(13), np.zeros(13), 1e-5
-    target = rng.integers(0, 13, 37)
-    outputs = {}
-    for parallel in (False, True):
-        y, mean, rstd = np.empty_like(x), np.empty(37), np.empty(37)
-        cpu_layer_norm.layer_norm(x, ones, zeros, eps, y, mean, rstd, parallel)
-        chunks = 8 if parallel else 1
-        dx, dweight, dbias = np.empty_like(x), np.empty((chunks, 13)), np.empty((chunks, 13))
-        cpu_layer_norm.layer_norm_backward(g, x, mean, rstd, ones, dx, dweight, dbias)
-        losses, logp = np.empty(37), np.empty_like(x)
-        cpu_cross_entropy.cross_entropy(x, target > 2, target, np.ones(37), ones, 0.9, 0.1 / 13,
-                                        losses, logp, parallel)
-        outputs[parallel] = (y, mean, rstd, dx, dweight.sum(0), dbias.sum(0), losses, logp)
-    for serial, parallel in zip(outputs[False], outputs[True]):
-        np.testing.assert_allclose(serial, parallel, rtol=1e-13, atol=1e-13)
-
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 2e-7), (np.float64, 1e-15)])
 def test_fast_exp_error_against_numpy(dtype, rtol):
     from minigrad.kernels.cpu import softmax as cpu_softmax
@@ -357,7 +319,7 @@ def test_fast_exp_error_against_numpy(dtype, rtol):
     g = np.zeros_like(z)
     g[0, 0] = 1
     out = np.empty_like(z)
-    cpu_softmax.log_softmax_backward(z, g, out, False)
+    cpu_softmax.log_softmax_backward(z, g, out)
     expected = np.exp(z.astype(np.float64))[0, 1:]
     assert np.max(np.abs(-out[0, 1:] - expected) / expected) < rtol
 
@@ -390,11 +352,17 @@ def test_vector_fast_exp_against_numpy(dtype, rtol):
     np.testing.assert_array_equal(out, [[0, 0, 0, np.nan, np.inf, np.inf, np.inf, 1]])
 
 
-def test_other_dtypes_and_numpy_mode_take_the_twin(monkeypatch):
-    x = np.arange(6, dtype=np.float16).reshape(2, 3)
-    np.testing.assert_array_equal(kernels.softmax(x), reference.softmax(x))
+def test_float16_is_computed_in_float32():
+    x = np.zeros((2, 70_000), dtype=np.float16)  # a float16 sum of 70,000 exps overflows
+    y = kernels.softmax(x)
+    assert y.dtype == np.float16
+    # 1 / 70,000 is subnormal in float16: within one unit of its last place
+    np.testing.assert_allclose(y.astype(np.float32), 1 / 70_000, atol=6e-8)
+
+
+def test_numpy_mode_takes_the_twin(monkeypatch):
     calls = []
-    monkeypatch.setattr(reference, "softmax", lambda a: calls.append(a) or a)
+    monkeypatch.setitem(_TWINS, "softmax", lambda a: calls.append(a) or a)
     with kernels.mode("numpy"):
         kernels.softmax(np.ones((4, 4)))
     assert len(calls) == 1
@@ -437,3 +405,61 @@ def test_environment_variable_sets_mode(value, expected):
 def test_import_does_not_import_numba():
     result = _python("import minigrad.kernels, sys; assert 'numba' not in sys.modules")
     assert result.returncode == 0, result.stderr
+
+
+_WITHOUT_NUMBA = """
+import sys
+class NoNumba:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numba" or name.startswith("numba."):
+            raise ImportError("numba is not installed here")
+sys.meta_path.insert(0, NoNumba())
+import warnings
+import numpy as np
+import minigrad as mg
+import minigrad.nn.functional as F
+warnings.simplefilter("error")  # the one warning is the fallback's, checked below
+x = mg.randn(64, 300, requires_grad=True)
+try:
+    loss = F.cross_entropy(F.layer_norm(x, (300,)).softmax(-1), mg.zeros(64, dtype=mg.int64))
+except RuntimeWarning as warning:
+    print("warned:", warning)
+warnings.simplefilter("ignore")
+loss = F.cross_entropy(F.layer_norm(x, (300,)).softmax(-1), mg.zeros(64, dtype=mg.int64))
+loss.backward()
+print("ok", x.grad.shape)
+"""
+
+
+def test_auto_mode_falls_back_to_the_twins_without_numba():
+    result = _python(_WITHOUT_NUMBA, MINIGRAD_KERNELS="auto")
+    assert result.returncode == 0, result.stderr
+    assert "warned: minigrad: Numba cannot be imported" in result.stdout
+    assert "ok (64, 300)" in result.stdout
+
+
+def test_numba_mode_without_numba_says_so():
+    result = _python(_WITHOUT_NUMBA, MINIGRAD_KERNELS="numba")
+    assert result.returncode != 0
+    assert "MINIGRAD_KERNELS=numba, but Numba cannot be imported" in result.stderr
+
+
+def test_kernels_compile_without_a_writable_cache():
+    # as on a read-only install: Numba finds no cache location (simulated: as root every
+    # folder is writable), so the kernels compile in memory after one warning
+    code = """
+import warnings
+import numba.core.caching as caching
+caching.CacheImpl._locator_classes = []
+import numpy as np
+import minigrad.kernels as kernels
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    y = kernels.softmax(np.ones((4, 8), np.float32))
+    kernels.log_softmax(np.ones((4, 8), np.float32))
+messages = [str(w.message) for w in caught if "without a cache" in str(w.message)]
+print(len(messages), float(y.sum()))
+"""
+    result = _python(code, MINIGRAD_KERNELS="numba")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "4.0"]

@@ -33,7 +33,8 @@ TGT = [[BOS, 3, 4, 5, 6, 7], [BOS, 8, 9, 10, 11, 12]]
 
 def test_shapes_and_attention_weights():
     model = small_model()
-    logits = model(tokens(SRC), tokens(TGT))
+    with model.keeping_attention_weights():
+        logits = model(tokens(SRC), tokens(TGT))
     assert logits.shape == (2, 6, 13)
     weights = model.attention_weights()
     assert set(weights) == {"encoder.0.self_attn", "encoder.1.self_attn",
@@ -47,6 +48,32 @@ def test_shapes_and_attention_weights():
     assert np.all(cross[1, :, :, 3:] == 0), "padded source keys must get no attention"
     self_attn = weights["decoder.1.self_attn"].numpy()
     assert np.all(np.triu(np.ones((6, 6)), 1)[None, None] * self_attn == 0), "future keys"
+
+
+def test_attention_weights_are_kept_only_when_asked():
+    model = small_model()
+    layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    model(tokens(SRC), tokens(TGT))
+    assert all(layer.weights is None for layer in layers)
+    with pytest.raises(RuntimeError, match="keeping_attention_weights"):
+        model.attention_weights()
+    with pytest.raises(KeyError), model.keeping_attention_weights():
+        raise KeyError("the flags are restored even when the block fails")
+    assert not any(layer.keep_weights for layer in layers)
+    with model.keeping_attention_weights():
+        model(tokens(SRC), tokens(TGT))
+    assert len(model.attention_weights()) == len(layers) == 6
+    model(tokens(SRC), tokens(TGT))  # a later forward outside the block leaves nothing stale
+    assert all(layer.weights is None for layer in layers)
+
+
+def test_attention_weights_of_a_lone_decode_are_the_decoder_layers():
+    model = small_model()
+    memory = model.encode(tokens(SRC))
+    with model.keeping_attention_weights():
+        model.decode(tokens(TGT), memory, tokens(SRC) == PAD)
+    assert set(model.attention_weights()) == {"decoder.0.self_attn", "decoder.1.self_attn",
+                                              "decoder.0.cross_attn", "decoder.1.cross_attn"}
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

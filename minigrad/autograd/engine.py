@@ -16,7 +16,6 @@ import weakref
 
 from minigrad.autograd.function import INSTRUMENTS, Function
 from minigrad.autograd.grad_mode import MODES
-from minigrad.ops.shape import sum_to_shape
 from minigrad.tensor_base import TensorBase
 
 
@@ -109,7 +108,7 @@ def _fit_to_input(grad: TensorBase, inp: TensorBase) -> TensorBase:
     broadcasting); it also takes the input's dtype. The only place either happens."""
     array, target = grad.data, inp.data
     if array.shape != target.shape:
-        grad = sum_to_shape(grad, target.shape)
+        grad = grad.sum_to_size(target.shape)
     if array.dtype != target.dtype:
         grad = grad.to(inp.dtype)
     return grad

@@ -1,6 +1,5 @@
-"""Array-level kernels used by the ops, each a dispatcher between a Numba kernel and its
-plain-xp reference twin (reference.py). Ops call only the functions re-exported here,
-with backend arrays (numpy or cupy); all work over the LAST axis.
+"""Array-level kernels used by the ops. Ops call only the functions re-exported here, with
+backend arrays (NumPy or CuPy); the row kernels work over the LAST axis.
 
     softmax(x) -> y                   y = exp(x - max) / sum(exp(x - max)); all -inf row -> 0
     softmax_backward(y, g) -> dx      dx = y * (g - sum(g * y, -1))
@@ -9,21 +8,20 @@ with backend arrays (numpy or cupy); all work over the LAST axis.
     matmul(a, b) -> a @ b             NumPy's rules: 2-D, batched with broadcasting, 1-D
     layer_norm(x, w, b, k, eps) -> (y, mean, rstd)       over the last k dims
     layer_norm_backward(g, x, mean, rstd, w, k) -> (dx, dw, db)
+    layer_norm_weight_grad(g, x, mean, rstd, k) -> dw
     cross_entropy(x, valid, target, tw, w, eps) -> (losses, logp)      rows of (M, C)
     cross_entropy_backward(logp, valid, target, tw, w, eps, scale) -> dx
 
-Dispatch: NumPy float32/float64 inputs take the Numba kernel where
-benchmarks/bench_kernels.py measured it faster (thresholds next to each dispatcher),
-everything else takes the twin; CuPy arrays take the Numba CUDA kernels of softmax and
-matmul (minigrad/kernels/cuda) in "numba" mode, and the twins (cuBLAS for matmul)
-otherwise, since no GPU benchmark has shown a CUDA kernel faster yet. Non-contiguous
-inputs are copied to aligned contiguous arrays before a kernel sees them. Outputs may be
-fresh arrays even where the twin would return a view.
+Layout: `<name>.py` holds the reference twins in plain `xp` code and the dispatcher;
+`cpu/<name>.py` the Numba code; `cuda/` the Numba CUDA kernels; `thresholds.py` the one
+table of measured sizes from which auto mode runs a Numba kernel; `dispatch.py` the rules
+every dispatcher shares (dtypes, float16 computed in float32, Numba missing).
 
 Switch: MINIGRAD_KERNELS=auto|numpy|numba in the environment, or `set_mode`, `get_mode`
-and the context manager `mode` (see mode.py). Importing this package imports no Numba
-and compiles nothing: minigrad.kernels.cpu is imported on the first kernel call, and its
-@njit(cache=True) kernels compile once per machine (or load from __pycache__).
+and the context manager `mode` (see mode.py). CuPy arrays take the Numba CUDA kernels of
+softmax and matmul in "numba" mode and the twins (cuBLAS for matmul) otherwise. Importing
+this package imports no Numba and compiles nothing: a kernels/cpu module is imported on the
+first call that needs it, and its kernels compile once per machine (see cpu/jit.py).
 """
 
 from minigrad.kernels.cross_entropy import cross_entropy, cross_entropy_backward

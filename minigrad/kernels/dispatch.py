@@ -1,34 +1,44 @@
-"""Shared dispatch rules: when an input may take the Numba path, and how it is prepared.
+"""What every kernel dispatcher shares: when an input may take a Numba CPU kernel, where
+that kernel comes from, and how its arrays are prepared.
 
-A dispatcher in this package asks `numba_eligible(*arrays)` first (mode allows it, every
-array is a NumPy float32/float64 array of one dtype), then compares the input's size with
-its own measured threshold. CuPy arrays never reach these CPU kernels: softmax and matmul
-have CUDA kernels (minigrad/kernels/cuda, used in MINIGRAD_KERNELS=numba mode), the other
-kernels give CuPy arrays to their twins.
+A dispatcher asks `cpu_kernels_for` for the module of Numba kernels to run; it gets one when
+the mode allows it, every array is a NumPy float32/float64 array of one dtype, the size
+reaches the kernel's measured threshold in thresholds.py, and Numba imports. Otherwise it
+runs its reference twin. float16
+inputs never reach a kernel or a twin as they are: `in_float32` runs the computation in
+float32 and casts the results back, as PyTorch accumulates half precision in float.
 """
+from __future__ import annotations
+
+import importlib
+import warnings
 
 import numpy as np
 
 from minigrad.kernels.mode import get_mode
 
-# the fused row kernels (layer norm, cross-entropy), measured (float32, load 3-7): about
-# even at 4096 elements (0.9-1.3x, the backward slower), 1.2-1.6x at 16384 (rows of 128
-# and of 1000), 2.7x and up at 131072
-FUSED_ROWS_MIN_ELEMENTS = 16384
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _ALIGNMENT = 64  # bytes: one cache line, the widest vector load
-# the element count from which the row kernels (softmax, layer norm, cross-entropy) run
-# rows in parallel (prange). Never, by default: on this 2-core machine the serial softmax
-# beat the parallel one at (64, 128, 1000), 11 ms against 15 ms (load 4-7, see
-# benchmarks/README_kernels.md); lower it where a measurement shows prange faster
-PARALLEL_ELEMENTS = float("inf")
+_loaded: dict[str, object] = {}
 
 
-def numba_eligible(*arrays) -> bool:
-    """True when the mode allows a Numba kernel and every array is a NumPy array of one
-    float dtype that the kernels are compiled for."""
-    if get_mode() == "numpy":
-        return False
+def forced() -> bool:
+    """True in "numba" mode: use a kernel whatever the size."""
+    return get_mode() == "numba"
+
+
+def cpu_kernels_for(module: str, min_size: float, size: int, *arrays):
+    """minigrad.kernels.cpu.<module> when its kernel should take these arrays (see the
+    module docstring; `size` is compared with `min_size` in auto mode), else None."""
+    mode = get_mode()
+    if mode == "numpy" or size == 0 or not _same_float_ndarrays(arrays):
+        return None
+    if mode == "auto" and size < min_size:
+        return None
+    return cpu_kernels(module)
+
+
+def _same_float_ndarrays(arrays) -> bool:
     dtype = arrays[0].dtype
     if dtype not in KERNEL_DTYPES:
         return False
@@ -38,13 +48,51 @@ def numba_eligible(*arrays) -> bool:
     return True
 
 
-def forced() -> bool:
-    """True in "numba" mode: use a kernel whatever the size."""
-    return get_mode() == "numba"
+def cpu_kernels(name: str):
+    """The module minigrad.kernels.cpu.<name>, imported on first use (importing it imports
+    Numba), or None where Numba cannot be imported: then auto mode keeps the twins, and
+    "numba" mode raises."""
+    if name not in _loaded:
+        try:
+            _loaded[name] = importlib.import_module(f"minigrad.kernels.cpu.{name}")
+        except ImportError as exc:
+            if forced():
+                raise RuntimeError(f"MINIGRAD_KERNELS=numba, but Numba cannot be imported: "
+                                   f"{exc}") from exc
+            warnings.warn(f"minigrad: Numba cannot be imported ({exc}); the kernels fall "
+                          "back to their NumPy twins", RuntimeWarning, stacklevel=2)
+            _loaded[name] = None
+    return _loaded[name]
+
+
+def in_float32(function, *arrays, **params):
+    """function(*arrays, **params) computed on float32 copies of float16 arrays, its
+    array results cast back to float16 (a tuple result keeps any float32 statistics the
+    caller asked to keep: see `keep_float32`)."""
+    keep = params.pop("keep_float32", ())
+    widened = [a.astype(np.float32) if _is_half(a) else a for a in arrays]
+    result = function(*widened, **params)
+    if isinstance(result, tuple):
+        return tuple(r if r is None or i in keep else r.astype(np.float16)
+                     for i, r in enumerate(result))
+    return result.astype(np.float16)
+
+
+def any_half(*arrays) -> bool:
+    """True when one of the arrays (None allowed) is float16."""
+    for a in arrays:
+        if a is not None and _is_half(a):
+            return True
+    return False
+
+
+def _is_half(a) -> bool:
+    return a is not None and a.dtype == np.float16
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:
-    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary
+    (Numba kernels run 1.4-1.8x slower on arrays that are not)."""
     dtype = np.dtype(dtype)
     count = int(np.prod(shape))
     raw = np.empty(count * dtype.itemsize + _ALIGNMENT, dtype=np.uint8)

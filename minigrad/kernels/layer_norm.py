@@ -1,29 +1,116 @@
-"""Dispatchers for layer normalisation over the trailing `num_dims` dims, forward and
-backward: the Numba row kernels of minigrad/kernels/cpu/layer_norm.py (the normalised dims
-flattened into one row) or the reference twin. Thresholds are element counts measured by
-benchmarks/bench_kernels.py (see benchmarks/README_kernels.md).
-"""
+"""Layer normalisation over the trailing `num_dims` dims, forward and gradients: the
+reference twins in plain `xp` code, and their dispatchers (the Numba row kernels of
+kernels/cpu/layer_norm.py, the normalised dims flattened into one row, where dispatch.py
+and the thresholds allow).
 
+Per row: mean = <x>, rstd = 1 / sqrt(<(x - mean)^2> + eps), xhat = (x - mean) * rstd, where
+<.> is the mean over the row. mean and rstd keep the normalised dims as size 1. float16
+inputs are computed in float32, and mean and rstd stay float32.
+"""
 import numpy as np
 
-from minigrad.kernels import reference
+from minigrad.backend import array_module
 from minigrad.kernels.dispatch import (
-    FUSED_ROWS_MIN_ELEMENTS,
-    PARALLEL_ELEMENTS,
     aligned_empty,
+    any_half,
     as_kernel_array,
-    forced,
-    numba_eligible,
+    cpu_kernels_for,
+    in_float32,
 )
+from minigrad.kernels.thresholds import MIN_SIZE
 
-_PARALLEL_CHUNKS = 8
+# ----------------------------------------------------------------------------- twins
 
 
-def _use_kernel(x, *others) -> bool:
-    if x.size == 0 or not numba_eligible(x, *(a for a in others if a is not None)):
-        # CuPy arrays take the twin: no CUDA kernel of this one
-        return False
-    return forced() or x.size >= FUSED_ROWS_MIN_ELEMENTS
+def layer_norm_twin(x, weight, bias, num_dims: int, eps: float):
+    """(y, mean, rstd): y = xhat * weight + bias (weight and bias may be None)."""
+    xp = array_module(x)
+    dims = tuple(range(-num_dims, 0))
+    mean = x.mean(axis=dims, keepdims=True)
+    centered = x - mean
+    var = (centered * centered).mean(axis=dims, keepdims=True)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    out = centered * rstd
+    if weight is not None:
+        out *= weight
+    if bias is not None:
+        out += bias
+    return out, mean, rstd
+
+
+def layer_norm_backward_twin(g, x, mean, rstd, weight, num_dims: int):
+    """(dx, dweight, dbias): dx = rstd * (d - <d> - xhat <d xhat>) with d = g * weight;
+    dweight = sum of g * xhat and dbias = sum of g over the leading dims (None without a
+    weight)."""
+    dims = tuple(range(-num_dims, 0))
+    xhat = (x - mean) * rstd
+    d = g * weight if weight is not None else g
+    mean_d = d.mean(axis=dims, keepdims=True)
+    mean_d_xhat = (d * xhat).mean(axis=dims, keepdims=True)
+    dx = rstd * (d - mean_d - xhat * mean_d_xhat)
+    if weight is None:
+        return dx, None, None
+    leading = tuple(range(x.ndim - num_dims))
+    return dx, (g * xhat).sum(axis=leading), g.sum(axis=leading)
+
+
+def layer_norm_weight_grad_twin(g, x, mean, rstd, num_dims: int):
+    """dweight = sum over the leading dims of g * xhat."""
+    leading = tuple(range(x.ndim - num_dims))
+    return (g * ((x - mean) * rstd)).sum(axis=leading)
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+
+def layer_norm(x, weight, bias, num_dims: int, eps: float):
+    """(y, mean, rstd) over the last num_dims dims (see the module docstring)."""
+    if any_half(x, weight, bias):
+        return in_float32(layer_norm, x, weight, bias, num_dims=num_dims, eps=eps,
+                          keep_float32=(1, 2))
+    others = [a for a in (weight, bias) if a is not None]
+    cpu = cpu_kernels_for("layer_norm", MIN_SIZE["layer_norm"], x.size, x, *others)
+    if cpu is None:
+        return layer_norm_twin(x, weight, bias, num_dims, eps)
+    n = _row_length(x, num_dims)
+    rows = as_kernel_array(x).reshape(-1, n)
+    out = aligned_empty(rows.shape, x.dtype)
+    mean = np.empty(rows.shape[0], x.dtype)
+    rstd = np.empty(rows.shape[0], x.dtype)
+    cpu.layer_norm(rows, _flat(weight, n, 1, x.dtype), _flat(bias, n, 0, x.dtype),
+                   x.dtype.type(eps), out, mean, rstd)
+    kept = x.shape[: x.ndim - num_dims] + (1,) * num_dims
+    return out.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
+
+
+def layer_norm_backward(g, x, mean, rstd, weight, num_dims: int):
+    """(dx, dweight, dbias), given the upstream gradient g and the forward's x, mean and
+    rstd (see layer_norm_backward_twin)."""
+    if any_half(g, x, weight):
+        return in_float32(layer_norm_backward, g, x, mean, rstd, weight, num_dims=num_dims)
+    arrays = [a for a in (g, x, mean, rstd, weight) if a is not None]
+    cpu = cpu_kernels_for("layer_norm", MIN_SIZE["layer_norm_backward"], x.size, *arrays)
+    if cpu is None or g.shape != x.shape:
+        return layer_norm_backward_twin(g, x, mean, rstd, weight, num_dims)
+    n = _row_length(x, num_dims)
+    x_rows = as_kernel_array(x).reshape(-1, n)
+    dx = aligned_empty(x_rows.shape, x.dtype)
+    dweight = np.empty(n, x.dtype)
+    dbias = np.empty(n, x.dtype)
+    cpu.layer_norm_backward(as_kernel_array(g).reshape(-1, n), x_rows,
+                            as_kernel_array(mean).reshape(-1), as_kernel_array(rstd).reshape(-1),
+                            _flat(weight, n, 1, x.dtype), dx, dweight, dbias)
+    if weight is None:
+        return dx.reshape(x.shape), None, None
+    shape = x.shape[x.ndim - num_dims :]
+    return dx.reshape(x.shape), dweight.reshape(shape), dbias.reshape(shape)
+
+
+def layer_norm_weight_grad(g, x, mean, rstd, num_dims: int):
+    """dweight = sum over the leading dims of g * xhat."""
+    if any_half(g, x):
+        return in_float32(layer_norm_weight_grad, g, x, mean, rstd, num_dims=num_dims)
+    return layer_norm_weight_grad_twin(g, x, mean, rstd, num_dims)
 
 
 def _row_length(x, num_dims: int) -> int:
@@ -35,52 +122,3 @@ def _flat(a, n: int, fill: float, dtype):
     if a is None:
         return np.full(n, fill, dtype)
     return as_kernel_array(a).reshape(n)
-
-
-def layer_norm(x, weight, bias, num_dims: int, eps: float):
-    """(y, mean, rstd) over the last num_dims dims: rstd = 1 / sqrt(var + eps),
-    y = (x - mean) * rstd * weight + bias; mean and rstd keep the normalised dims as 1.
-    weight and bias (the normalised shape) may be None."""
-    if not _use_kernel(x, weight, bias):
-        return reference.layer_norm(x, weight, bias, num_dims, eps)
-    from minigrad.kernels.cpu import layer_norm as cpu
-
-    n = _row_length(x, num_dims)
-    rows = as_kernel_array(x).reshape(-1, n)
-    out = aligned_empty(rows.shape, x.dtype)
-    mean = np.empty(rows.shape[0], x.dtype)
-    rstd = np.empty(rows.shape[0], x.dtype)
-    cpu.layer_norm(rows, _flat(weight, n, 1, x.dtype), _flat(bias, n, 0, x.dtype),
-                   x.dtype.type(eps), out, mean, rstd, x.size >= PARALLEL_ELEMENTS)
-    kept = x.shape[: x.ndim - num_dims] + (1,) * num_dims
-    return out.reshape(x.shape), mean.reshape(kept), rstd.reshape(kept)
-
-
-def layer_norm_backward(g, x, mean, rstd, weight, num_dims: int):
-    """(dx, dweight, dbias), given the upstream gradient g and the forward's x, mean and
-    rstd: dx = rstd * (d - mean(d) - xhat * mean(d * xhat)) with d = g * weight,
-    dweight = sum of g * xhat and dbias = sum of g over the leading dims (None without
-    weight)."""
-    if not _use_kernel(x, g, mean, rstd, weight) or g.shape != x.shape:
-        return reference.layer_norm_backward(g, x, mean, rstd, weight, num_dims)
-    from minigrad.kernels.cpu import layer_norm as cpu
-
-    n = _row_length(x, num_dims)
-    x_rows = as_kernel_array(x).reshape(-1, n)
-    dx = aligned_empty(x_rows.shape, x.dtype)
-    chunks = _PARALLEL_CHUNKS if x.size >= PARALLEL_ELEMENTS else 1
-    dweight_parts = np.empty((chunks, n), x.dtype)
-    dbias_parts = np.empty((chunks, n), x.dtype)
-    cpu.layer_norm_backward(as_kernel_array(g).reshape(-1, n), x_rows,
-                            as_kernel_array(mean).reshape(-1), as_kernel_array(rstd).reshape(-1),
-                            _flat(weight, n, 1, x.dtype), dx, dweight_parts, dbias_parts)
-    if weight is None:
-        return dx.reshape(x.shape), None, None
-    shape = x.shape[x.ndim - num_dims :]
-    dweight = dweight_parts.sum(axis=0).reshape(shape)
-    return dx.reshape(x.shape), dweight, dbias_parts.sum(axis=0).reshape(shape)
-
-
-def layer_norm_weight_grad(g, x, mean, rstd, num_dims: int):
-    """dweight = sum over the leading dims of g * xhat, xhat = (x - mean) * rstd."""
-    return reference.layer_norm_weight_grad(g, x, mean, rstd, num_dims)

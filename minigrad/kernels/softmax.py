@@ -1,67 +1,96 @@
-"""Dispatchers for softmax and log-softmax (forward and backward) over the last axis.
+"""softmax and log-softmax over the last axis, forward and backward: the reference twins in
+plain `xp` code, and their dispatchers.
 
-Each picks the Numba row kernel (minigrad/kernels/cpu/softmax.py), the Numba CUDA kernel
-for CuPy arrays (minigrad/kernels/cuda, when `gpu.eligible`) or the reference twin; see
-`numba_eligible` for the rules every CPU dispatcher shares. Thresholds are element counts
-measured by benchmarks/bench_kernels.py (see benchmarks/README_kernels.md).
+Each dispatcher runs the Numba row kernel (kernels/cpu/softmax.py) where dispatch.py and
+the thresholds allow, the Numba CUDA kernel for CuPy arrays in "numba" mode
+(kernels/cuda), and the twin otherwise.
 """
+import functools
 
 import numpy as np
 
+from minigrad.backend import array_module
 from minigrad.kernels import cuda as gpu
-from minigrad.kernels import reference
-from minigrad.kernels.dispatch import PARALLEL_ELEMENTS, forced, numba_eligible, rows_of
+from minigrad.kernels.dispatch import any_half, cpu_kernels_for, in_float32, rows_of
+from minigrad.kernels.thresholds import MIN_SIZE
 
-# twin/kernel through these dispatchers, load 0.6-1.1 (41 interleaved repeats, float32;
-# float64 alike), rows of 10, 16, 20 and 128: forward (softmax, log_softmax) 2.0-2.2x at
-# 80 elements, 1.9-2.0x at 256, 2.0-2.3x at 1024, 2.1-3.2x at 16384, so every size; backward
-# 1.1-1.4x at 80 but 1.0-1.1x at 256, 1.1-1.3x at 1024, 1.3-1.7x at 4096, 1.9-2.9x at 16384,
-# so from 1024 where the margin is clear (it was 0.4-0.9x below 65536 before the backward
-# kernels stopped taking a view per row and the output stopped being aligned_empty)
-_MIN_ELEMENTS_FORWARD = 1
-_MIN_ELEMENTS_BACKWARD = 1024
+# ----------------------------------------------------------------------------- twins
 
 
-def _dispatch(name: str, min_elements: int, *arrays):
-    """Run the kernel `name` on the arrays' rows: GPU kernel, CPU kernel or the twin."""
-    first = arrays[0]
-    same_shapes = all(a.shape == first.shape for a in arrays[1:])
-    if first.ndim and same_shapes and gpu.eligible(*arrays):
-        return getattr(gpu, name)(*arrays)
-    if not same_shapes or not _use_cpu_kernel(min_elements, *arrays):
-        return getattr(reference, name)(*arrays)
-    from minigrad.kernels.cpu import softmax as cpu
-
-    rows = [rows_of(a) for a in arrays]
-    # a plain np.empty: aligned_empty costs 15 us a call and the kernels gained nothing
-    # from it (34 us with either output at (5120, 20) float32)
-    out = np.empty(rows[0].shape, rows[0].dtype)
-    getattr(cpu, name)(*rows, out, rows[0].size >= PARALLEL_ELEMENTS)
-    return out.reshape(first.shape)
+def softmax_twin(x):
+    """y = exp(x - max) / sum(exp(x - max)) over the last axis; an all -inf row gives 0."""
+    xp = array_module(x)
+    row_max = x.max(axis=-1, keepdims=True)
+    # a fully masked row has max -inf; shift by 0 instead so exp gives zeros, not NaN
+    row_max = xp.where(xp.isfinite(row_max), row_max, 0)
+    e = xp.exp(x - row_max)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / xp.where(total == 0, 1, total)
 
 
-def _use_cpu_kernel(min_elements: int, *arrays) -> bool:
-    x = arrays[0]
-    if x.ndim == 0 or x.size == 0 or not numba_eligible(*arrays):
-        return False
-    return forced() or x.size >= min_elements
+def softmax_backward_twin(y, g):
+    """dx = y * (g - sum(g * y))"""
+    return y * (g - (g * y).sum(axis=-1, keepdims=True))
+
+
+def log_softmax_twin(x):
+    """z = x - max - log(sum(exp(x - max))); an all -inf row gives -inf (so exp(z) = 0)."""
+    xp = array_module(x)
+    row_max = x.max(axis=-1, keepdims=True)
+    row_max = xp.where(xp.isfinite(row_max), row_max, 0)
+    shifted = x - row_max
+    total = xp.exp(shifted).sum(axis=-1, keepdims=True)
+    # a fully masked row has total 0: keep its -inf entries instead of -inf - (-inf) = NaN
+    return shifted - xp.log(xp.where(total == 0, 1, total))
+
+
+def log_softmax_backward_twin(z, g):
+    """dx = g - exp(z) * sum(g)"""
+    return g - array_module(z).exp(z) * g.sum(axis=-1, keepdims=True)
+
+
+_TWINS = {"softmax": softmax_twin, "softmax_backward": softmax_backward_twin,
+          "log_softmax": log_softmax_twin, "log_softmax_backward": log_softmax_backward_twin}
+
+# ----------------------------------------------------------------------------- dispatch
 
 
 def softmax(x):
     """y = exp(x - max) / sum(exp(x - max)) over the last axis; an all -inf row gives 0."""
-    return _dispatch("softmax", _MIN_ELEMENTS_FORWARD, x)
+    return _dispatch("softmax", x)
 
 
 def softmax_backward(y, g):
     """dx = y * (g - sum(g * y, -1)), given the softmax output y and upstream gradient g."""
-    return _dispatch("softmax_backward", _MIN_ELEMENTS_BACKWARD, y, g)
+    return _dispatch("softmax_backward", y, g)
 
 
 def log_softmax(x):
     """z = x - max - log(sum(exp(x - max))) over the last axis; an all -inf row gives -inf."""
-    return _dispatch("log_softmax", _MIN_ELEMENTS_FORWARD, x)
+    return _dispatch("log_softmax", x)
 
 
 def log_softmax_backward(z, g):
     """dx = g - exp(z) * sum(g, -1), given the log-softmax output z and upstream gradient g."""
-    return _dispatch("log_softmax_backward", _MIN_ELEMENTS_BACKWARD, z, g)
+    return _dispatch("log_softmax_backward", z, g)
+
+
+def _dispatch(name: str, *arrays):
+    """Run `name` over the rows of the arrays (all of one shape): GPU kernel, CPU kernel or
+    the twin."""
+    first = arrays[0]
+    if any_half(*arrays):
+        return in_float32(functools.partial(_dispatch, name), *arrays)
+    if first.ndim == 0 or any(a.shape != first.shape for a in arrays):
+        return _TWINS[name](*arrays)
+    if gpu.eligible(*arrays):
+        return getattr(gpu, name)(*arrays)
+    cpu = cpu_kernels_for("softmax", MIN_SIZE[name], first.size, *arrays)
+    if cpu is None:
+        return _TWINS[name](*arrays)
+    rows = [rows_of(a) for a in arrays]
+    # a plain np.empty: aligned_empty costs 15 us a call and the kernels gained nothing
+    # from it (34 us with either output at (5120, 20) float32)
+    out = np.empty(rows[0].shape, rows[0].dtype)
+    getattr(cpu, name)(*rows, out)
+    return out.reshape(first.shape)

@@ -19,7 +19,7 @@ from minigrad.ops.shape import (
     split,
     squeeze,
     stack,
-    sum_to_shape,
+    sum_to_size,
     transpose,
     unsqueeze,
 )
@@ -32,6 +32,6 @@ __all__ = [
     "le", "log", "log_softmax", "logical_and", "logical_not", "logical_or", "logsumexp", "lt",
     "masked_fill", "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "ne", "neg",
     "permute", "pow", "relu", "reshape", "rsqrt", "setitem_", "sigmoid", "softmax", "split",
-    "sqrt", "squeeze", "stack", "std", "sub", "sum", "sum_to_shape", "tanh", "to_device",
+    "sqrt", "squeeze", "stack", "std", "sub", "sum", "sum_to_size", "tanh", "to_device",
     "to_dtype", "transpose", "tril", "triu", "unsqueeze", "var", "where",
 ]

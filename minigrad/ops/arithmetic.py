@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.ops.operands import binary_operands
+from minigrad.ops.select import where
 from minigrad.tensor_base import TensorBase
 
 if TYPE_CHECKING:
@@ -107,8 +109,6 @@ class Pow(Function):
 
 
 def _log_where_nonzero(a: Tensor, out: Tensor) -> Tensor:
-    from minigrad.ops.select import where
-
     nonzero = out != 0
     return where(nonzero, where(nonzero, a, 1.0).log(), 0.0)
 
@@ -137,8 +137,6 @@ mul = _binary(Mul, "mul")
 def div(a, b) -> Tensor:
     a, b = binary_operands(a, b)
     if not a.dtype.is_floating_point:  # true division of integers gives the default float
-        from minigrad import dtypes
-
         a, b = a.to(dtypes.float32), b.to(dtypes.float32)
     return Div.apply(a, b)
 
@@ -153,8 +151,6 @@ def pow(a, exponent) -> Tensor:  # noqa: A001  (torch's name)
         exponent, bool
     ):
         if not a.dtype.is_floating_point and (isinstance(exponent, float) or exponent < 0):
-            from minigrad import dtypes
-
             a = a.to(dtypes.float32)
         return PowScalar.apply(a, exponent=exponent)
     a, b = binary_operands(a, exponent)

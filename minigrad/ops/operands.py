@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from minigrad import dtypes
+from minigrad.ops.cast import to_dtype
 from minigrad.tensor_base import TensorBase
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ def _with_scalar(t: Tensor, other) -> dtypes.dtype:
 def _cast(t: Tensor, dtype: dtypes.dtype) -> Tensor:
     if t.data.dtype == dtype.np:
         return t
-    from minigrad.ops.cast import to_dtype
-
     return to_dtype(t, dtype)
 
 

@@ -1,10 +1,19 @@
-"""Reductions: sum, mean, max/min, arg-max/min, var/std, logsumexp."""
+"""Reductions: sum, mean, max/min, arg-max/min, var/std, logsumexp.
+
+float16 sums accumulate in float32, as PyTorch's do: a float16 running sum stops growing at
+2048 (adding 1 no longer changes it) and overflows at 65504. mean, var, std and logsumexp
+of float16 tensors are computed in float32 throughout and returned as float16.
+"""
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.ops.operands import normalize_dim, normalize_dims
 from minigrad.ops.shape import broadcast_to
@@ -21,6 +30,8 @@ class Sum(Function):
     def forward(self, x, dims=None, keepdim=False):
         self.input_shape = x.shape
         self.kept_shape = _kept_shape(x.shape, dims)
+        if x.dtype == np.float16:
+            return x.sum(axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return x.sum(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
@@ -47,13 +58,24 @@ class Amax(Function):
 
 def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
     dims = normalize_dims(dim, x.ndim, "sum")
-    if x.dtype.name == "bool":
-        from minigrad import dtypes
-
+    if x.dtype is dtypes.bool_:
         x = x.to(dtypes.int64)
     return Sum.apply(x, dims=dims, keepdim=keepdim)
 
 
+def _in_float32(reduction):
+    """Run `reduction` on a float16 tensor in float32 and cast its result back."""
+
+    @functools.wraps(reduction)
+    def reduce(x, *args, **kwargs):
+        if x.dtype is dtypes.float16:
+            return reduction(x.to(dtypes.float32), *args, **kwargs).to(dtypes.float16)
+        return reduction(x, *args, **kwargs)
+
+    return reduce
+
+
+@_in_float32
 def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     if not x.dtype.is_floating_point:
         raise RuntimeError(
@@ -85,6 +107,7 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return _arg_extreme(x, dim, keepdim, "argmin")
 
 
+@_in_float32
 def var(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
         correction=None) -> Tensor:
     """sum((x - mean)^2) / (N - correction); correction defaults to 1 (unbiased)."""
@@ -102,6 +125,7 @@ def std(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
     return var(x, dim, unbiased, keepdim, correction).sqrt()
 
 
+@_in_float32
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m = max (0 if -inf)."""
     dims = normalize_dims(dim, x.ndim, "logsumexp")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import normalize_dim
@@ -192,8 +193,9 @@ def _broadcast_view(x, shape: tuple):
     return view
 
 
-def sum_to_shape(x: Tensor, shape: tuple) -> Tensor:
-    return SumToShape.apply(x, shape=tuple(shape))
+def sum_to_size(x: Tensor, *shape) -> Tensor:
+    """x summed over the dims it was broadcast along, down to `shape` (Tensor.sum_to_size)."""
+    return SumToShape.apply(x, shape=_shape_argument(shape, "sum_to_size"))
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
@@ -305,8 +307,6 @@ def _size(n, op: str) -> int:
 
 
 def _same_dtype(tensors: list) -> list:
-    from minigrad import dtypes
-
     result = tensors[0].dtype
     for t in tensors[1:]:
         result = dtypes.promote(result, True, t.dtype, True)

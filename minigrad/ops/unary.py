@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.backend.special import erf as _erf_array
@@ -225,6 +226,4 @@ def _floating(x: Tensor) -> Tensor:
     """Integer inputs of transcendental functions become the default float, as in torch."""
     if x.dtype.is_floating_point:
         return x
-    from minigrad import dtypes
-
     return x.to(dtypes.float32)

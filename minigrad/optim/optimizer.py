@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from minigrad.autograd import no_grad
+from minigrad.autograd import enable_grad, no_grad
 from minigrad.backend import to_device
 from minigrad.nn.utils import zero_grads
 from minigrad.tensor import Tensor, constant
@@ -46,8 +46,6 @@ class Optimizer:
         """One update of every parameter that has a gradient; returns closure() if given."""
         loss = None
         if closure is not None:
-            from minigrad.autograd import enable_grad
-
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:

@@ -11,19 +11,19 @@ coefficients q[c] = spread * w[c] * valid_i + [c = target_i] * keep * target_wei
 
 Performance rule: one row lives in L1. The forward makes the log-softmax passes (max,
 exp + sum, write logp) and gathers the weighted sum of logp in the last one; the backward
-is a single pass. Rows run in parallel only when `parallel` is true.
+is a single pass. Serial (see softmax.py).
 """
 
 import numpy as np
-from numba import njit, prange
 
 from minigrad.kernels.cpu.fast_exp import fast_exp
+from minigrad.kernels.cpu.jit import kernel
 from minigrad.kernels.cpu.softmax import row_max
 
 _FASTMATH = {"reassoc", "contract"}
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _forward_row(x, valid, target, target_weight, class_weight, keep, spread, logp):
     """Writes logp = log_softmax(x) and returns the row's loss."""
     shift = row_max(x)
@@ -45,7 +45,7 @@ def _forward_row(x, valid, target, target_weight, class_weight, keep, spread, lo
     return loss
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _backward_row(logp, valid, target, target_weight, class_weight, keep, spread,
                   class_weight_sum, scale, dx):
     smooth = spread if valid else logp.dtype.type(0)
@@ -57,40 +57,19 @@ def _backward_row(logp, valid, target, target_weight, class_weight, keep, spread
                   - (smooth * class_weight[target] + picked)) * scale
 
 
-@njit(cache=True, parallel=True)
-def cross_entropy(x, valid, target, target_weight, class_weight, keep, spread, losses, logp,
-                  parallel):
+@kernel
+def cross_entropy(x, valid, target, target_weight, class_weight, keep, spread, losses, logp):
     """losses[r] and logp[r] for every row r."""
-    if parallel:
-        for r in prange(x.shape[0]):
-            losses[r] = _forward_row(x[r], valid[r], target[r], target_weight[r],
-                                     class_weight, keep, spread, logp[r])
-    else:
-        for r in range(x.shape[0]):
-            losses[r] = _forward_row(x[r], valid[r], target[r], target_weight[r],
-                                     class_weight, keep, spread, logp[r])
+    for r in range(x.shape[0]):
+        losses[r] = _forward_row(x[r], valid[r], target[r], target_weight[r],
+                                 class_weight, keep, spread, logp[r])
 
 
-@njit(fastmath=_FASTMATH, cache=True)
-def _total(values):
-    # a serial helper: `values.sum()` inside a parallel=True function becomes a parallel
-    # reduction that also kept the row loop below from vectorising (7x slower, float32)
-    total = values.dtype.type(0)
-    for value in values:
-        total += value
-    return total
-
-
-@njit(cache=True, parallel=True)
+@kernel
 def cross_entropy_backward(logp, valid, target, target_weight, class_weight, keep, spread,
-                           scale, dx, parallel):
+                           scale, dx):
     """dx[r] for every row r."""
-    class_weight_sum = _total(class_weight)
-    if parallel:
-        for r in prange(logp.shape[0]):
-            _backward_row(logp[r], valid[r], target[r], target_weight[r], class_weight, keep,
-                          spread, class_weight_sum, scale[r], dx[r])
-    else:
-        for r in range(logp.shape[0]):
-            _backward_row(logp[r], valid[r], target[r], target_weight[r], class_weight, keep,
-                          spread, class_weight_sum, scale[r], dx[r])
+    class_weight_sum = class_weight.sum()
+    for r in range(logp.shape[0]):
+        _backward_row(logp[r], valid[r], target[r], target_weight[r], class_weight, keep,
+                      spread, class_weight_sum, scale[r], dx[r])

@@ -7,17 +7,17 @@ multiplying by 1 and adding 0 is exact). Every output is written in full.
 Performance rule: one row lives in L1 while it is processed. The forward makes one pass
 for the mean, one for the variance (two passes, as the twin, so no cancellation) and one
 for the output; the backward one pass for its two row sums (accumulating dweight and
-dbias on the way) and one for dx. Rows run in parallel (prange over row chunks, each with
-its own dweight/dbias partial sums) only when `parallel` is true.
+dbias on the way) and one for dx. Serial (see softmax.py).
 """
 
 import numpy as np
-from numba import njit, prange
+
+from minigrad.kernels.cpu.jit import kernel
 
 _FASTMATH = {"reassoc", "contract"}
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _forward_row(x, weight, bias, eps, y):
     """y = (x - mean) * rstd * weight + bias; returns (mean, rstd)."""
     inv_n = x.dtype.type(1) / x.dtype.type(x.size)
@@ -35,7 +35,7 @@ def _forward_row(x, weight, bias, eps, y):
     return mean, rstd
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _backward_row(g, x, mean, rstd, weight, dx, dweight, dbias):
     """dx = rstd * (d - mean(d) - xhat * mean(d * xhat)), d = g * weight;
     dweight += g * xhat, dbias += g."""
@@ -56,35 +56,18 @@ def _backward_row(g, x, mean, rstd, weight, dx, dweight, dbias):
         dx[j] = rstd * (g[j] * weight[j] - mean_d - xhat * mean_d_xhat)
 
 
-@njit(cache=True, parallel=True)
-def layer_norm(x, weight, bias, eps, y, mean, rstd, parallel):
+@kernel
+def layer_norm(x, weight, bias, eps, y, mean, rstd):
     """y[r] = layer_norm(x[r]) for every row r, with its mean[r] and rstd[r]."""
-    if parallel:
-        for r in prange(x.shape[0]):
-            mean[r], rstd[r] = _forward_row(x[r], weight, bias, eps, y[r])
-    else:
-        for r in range(x.shape[0]):
-            mean[r], rstd[r] = _forward_row(x[r], weight, bias, eps, y[r])
+    for r in range(x.shape[0]):
+        mean[r], rstd[r] = _forward_row(x[r], weight, bias, eps, y[r])
 
 
-@njit(cache=True)
-def _backward_rows(g, x, mean, rstd, weight, dx, dweight, dbias, start, stop):
+@kernel
+def layer_norm_backward(g, x, mean, rstd, weight, dx, dweight, dbias):
+    """dx for every row; dweight and dbias receive the sums over the rows of g * xhat and
+    of g."""
     dweight[:] = 0
     dbias[:] = 0
-    for r in range(start, stop):
+    for r in range(x.shape[0]):
         _backward_row(g[r], x[r], mean[r], rstd[r], weight, dx[r], dweight, dbias)
-
-
-@njit(cache=True, parallel=True)
-def layer_norm_backward(g, x, mean, rstd, weight, dx, dweight_parts, dbias_parts):
-    """dx for every row; dweight_parts[c] and dbias_parts[c] receive the sums of
-    g * xhat and g over the c-th of len(dweight_parts) equal row chunks (the caller sums
-    the parts). Chunks run in parallel when there is more than one."""
-    chunks = dweight_parts.shape[0]
-    rows = x.shape[0]
-    if chunks == 1:
-        _backward_rows(g, x, mean, rstd, weight, dx, dweight_parts[0], dbias_parts[0], 0, rows)
-        return
-    for c in prange(chunks):
-        _backward_rows(g, x, mean, rstd, weight, dx, dweight_parts[c], dbias_parts[c],
-                       c * rows // chunks, (c + 1) * rows // chunks)

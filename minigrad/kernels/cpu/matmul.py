@@ -17,12 +17,11 @@ b, broadcasts 4 values of a and does 8 FMAs. Right edges use masked loads and st
 (a row of 20 float32 is one 4-row by 3-vector tile, the last vector masked), so no
 operand is copied or padded.
 
-Performance rule: serial by default; `gemm_nt` parallelises over row tiles, the batched
-kernels over the batch, only when `parallel` is true (the dispatcher decides by size).
+Performance rule: serial (prange lost on every measured shape, 76 ms against 3 ms at
+1024 x 128 x 512).
 """
 
-from numba import njit, prange
-
+from minigrad.kernels.cpu.jit import kernel
 from minigrad.kernels.cpu.simd import fma, lanes, load, load_partial, store, store_partial, zeros
 
 _FASTMATH = {"reassoc", "contract"}
@@ -31,7 +30,7 @@ _TILE_COLS = 3
 _COLUMN_BLOCK = 96
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _dot(x, y):
     total = x.dtype.type(0)
     for p in range(x.size):
@@ -39,7 +38,7 @@ def _dot(x, y):
     return total
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _tile_4x3(a, bt, out, i, j):
     """out[i:i+4, j:j+3] = a[i:i+4] @ bt[j:j+3].T with twelve register accumulators."""
     a0, a1, a2, a3 = a[i], a[i + 1], a[i + 2], a[i + 3]
@@ -66,7 +65,7 @@ def _tile_4x3(a, bt, out, i, j):
     out[i + 3, j], out[i + 3, j + 1], out[i + 3, j + 2] = s30, s31, s32
 
 
-@njit(cache=True)
+@kernel
 def _row_tile(a, bt, out, i, j_start, j_stop):
     """Rows i..i+3 (fewer at the bottom edge) of out, columns j_start..j_stop-1."""
     rows = min(_TILE_ROWS, a.shape[0] - i)
@@ -84,8 +83,9 @@ def _row_tile(a, bt, out, i, j_start, j_stop):
                 out[ii, jj] = _dot(a[ii], bt[jj])
 
 
-@njit(cache=True)
-def _gemm_nt_serial(a, bt, out):
+@kernel
+def gemm_nt(a, bt, out):
+    """out = a @ bt.T for a (m, k), bt (n, k), out (m, n), all C-contiguous."""
     m, n = out.shape
     for j_start in range(0, n, _COLUMN_BLOCK):
         j_stop = min(j_start + _COLUMN_BLOCK, n)
@@ -93,21 +93,7 @@ def _gemm_nt_serial(a, bt, out):
             _row_tile(a, bt, out, i, j_start, j_stop)
 
 
-@njit(cache=True, parallel=True)
-def gemm_nt(a, bt, out, parallel):
-    """out = a @ bt.T for a (m, k), bt (n, k), out (m, n), all C-contiguous."""
-    if not parallel:
-        _gemm_nt_serial(a, bt, out)
-        return
-    m, n = out.shape
-    row_tiles = (m + _TILE_ROWS - 1) // _TILE_ROWS
-    for j_start in range(0, n, _COLUMN_BLOCK):
-        j_stop = min(j_start + _COLUMN_BLOCK, n)
-        for t in prange(row_tiles):
-            _row_tile(a, bt, out, t * _TILE_ROWS, j_start, j_stop)
-
-
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _dots_2x4(a0, a1, b0, b1, b2, b3):
     """The eight dot products of rows a0, a1 with rows b0..b3, in one pass over k."""
     zero = a0.dtype.type(0)
@@ -125,7 +111,7 @@ def _dots_2x4(a0, a1, b0, b1, b2, b3):
     return s00, s01, s02, s03, s10, s11, s12, s13
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _small_gemm_nt(a, bt, out):
     """out = a @ bt.T for one small matrix: 2x4 tiles, no column blocking (bt fits L1)."""
     m, n = out.shape
@@ -147,18 +133,14 @@ def _small_gemm_nt(a, bt, out):
             out[m - 1, jj] = _dot(a[m - 1], bt[jj])
 
 
-@njit(cache=True, parallel=True)
-def batched_gemm_nt(a, bt, out, parallel):
+@kernel
+def batched_gemm_nt(a, bt, out):
     """out[s] = a[s] @ bt[s].T for a (batch, m, k), bt (batch, n, k), out (batch, m, n)."""
-    if parallel:
-        for s in prange(a.shape[0]):
-            _small_gemm_nt(a[s], bt[s], out[s])
-    else:
-        for s in range(a.shape[0]):
-            _small_gemm_nt(a[s], bt[s], out[s])
+    for s in range(a.shape[0]):
+        _small_gemm_nt(a[s], bt[s], out[s])
 
 
-@njit(cache=True)
+@kernel
 def _tile_4x2(a, b, out, i, j):
     """out[i:i+4, j:j+2w] = a[i:i+4] @ b[:, j:j+2w], w = lanes: eight vector accumulators,
     per step of k two vector loads of b, four broadcasts of a and eight FMAs."""
@@ -184,7 +166,7 @@ def _tile_4x2(a, b, out, i, j):
     store(out, i + 3, j + w, c31)
 
 
-@njit(cache=True)
+@kernel
 def _tile_4x1_partial(a, b, out, i, j, count):
     """The right edge: out[i:i+4, j:j+count] for count <= lanes, with masked loads."""
     c0 = c1 = c2 = c3 = zeros(b)
@@ -200,7 +182,7 @@ def _tile_4x1_partial(a, b, out, i, j, count):
     store_partial(out, i + 3, j, count, c3)
 
 
-@njit(cache=True)
+@kernel
 def _tile_4x3_partial(a, b, out, i, j, count):
     """out[i:i+4, j:j+count] for 2 * lanes < count <= 3 * lanes: twelve accumulators, the
     third vector masked (a row of 20 float32 in one pass instead of 16 + 4)."""
@@ -225,7 +207,7 @@ def _tile_4x3_partial(a, b, out, i, j, count):
         store_partial(out, i + r, j + 2 * w, rest, v2)
 
 
-@njit(cache=True)
+@kernel
 def _row_partial(a, b, out, i, j, count):
     """The bottom edge: out[i, j:j+count] for count <= 2 * lanes."""
     w = lanes(b)
@@ -238,7 +220,7 @@ def _row_partial(a, b, out, i, j, count):
     store_partial(out, i, j + w, high, c1)
 
 
-@njit(cache=True)
+@kernel
 def _small_gemm_nn(a, b, out):
     """out = a @ b for one small matrix, in register tiles of 4 rows by 2 vectors (by 3,
     the last one partial, when 2 to 3 vectors of columns are left)."""
@@ -263,12 +245,8 @@ def _small_gemm_nn(a, b, out):
         j += width
 
 
-@njit(cache=True, parallel=True)
-def batched_gemm_nn(a, b, out, parallel):
+@kernel
+def batched_gemm_nn(a, b, out):
     """out[s] = a[s] @ b[s] for a (batch, m, k), b (batch, k, n), out (batch, m, n)."""
-    if parallel:
-        for s in prange(a.shape[0]):
-            _small_gemm_nn(a[s], b[s], out[s])
-    else:
-        for s in range(a.shape[0]):
-            _small_gemm_nn(a[s], b[s], out[s])
+    for s in range(a.shape[0]):
+        _small_gemm_nn(a[s], b[s], out[s])

@@ -12,16 +12,15 @@ A row's last partial vector is loaded and stored masked, filled with -inf so its
 lanes add exp(-inf) = 0 to the sum; a row whose length is a multiple of the lanes skips
 it (a masked store costs on AMD even with an empty mask). The backward makes one pass for
 the row sum and one for the result, indexing the 2-D arrays directly (a row view per row
-costs more than a short row's arithmetic). Chunks run in parallel (prange) only when
-`parallel` is true: the dispatcher sets it above a measured size, because a parallel
-region costs a thread wake-up that small inputs never win back.
+costs more than a short row's arithmetic). Serial: on two cores a parallel region never
+paid (the serial softmax beat prange at (64, 128, 1000), 11 ms against 15 ms).
 """
 
 import numpy as np
-from numba import njit, prange
 
 from minigrad.kernels.cpu import simd
 from minigrad.kernels.cpu.fast_exp import fast_exp
+from minigrad.kernels.cpu.jit import kernel
 
 # reassociation lets LLVM vectorise the row sums; no flag that assumes finite values,
 # since -inf entries from masks are part of the contract
@@ -31,7 +30,7 @@ _FASTMATH = {"reassoc", "contract"}
 _CHUNK = 2048
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def row_max(x):
     # a fully masked row has max -inf; shift by 0 instead so exp gives zeros, not NaN
     peak = x[0]
@@ -40,7 +39,7 @@ def row_max(x):
     return peak if peak > -np.inf else x.dtype.type(0)
 
 
-@njit(cache=True)
+@kernel
 def _row_shifts(x, shifts, start, stop):
     """shifts[r - start] = row_max(x[r]) for rows start..stop-1, in vectors (the last
     partial vector of a row is filled with -inf)."""
@@ -55,7 +54,7 @@ def _row_shifts(x, shifts, start, stop):
         shifts[r - start] = shift if shift > -np.inf else 0
 
 
-@njit(cache=True)
+@kernel
 def _softmax_rows(x, out, scratch, start, stop):
     """out[r] = exp(x[r] - max) / sum(exp(x[r] - max)) for rows start..stop-1; an all -inf
     row gives 0. scratch[0] holds each row's shift, then its scale."""
@@ -87,7 +86,7 @@ def _softmax_rows(x, out, scratch, start, stop):
             simd.store_partial(out, r, full, n - full, simd.multiply(tail, scale))
 
 
-@njit(cache=True)
+@kernel
 def _log_softmax_rows(x, out, scratch, start, stop):
     """out[r] = x[r] - max - log(sum(exp(x[r] - max))) for rows start..stop-1; an all -inf
     row gives -inf (exp = 0). scratch[0] holds each row's shift, scratch[1] its sum, then log."""
@@ -122,7 +121,7 @@ def _log_softmax_rows(x, out, scratch, start, stop):
             simd.store_partial(out, r, full, n - full, z)
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _exp_into(source, values):
     """values = exp(source) over disjoint flat contiguous arrays (the same array would fail
     LLVM's overlap check and run the scalar loop)."""
@@ -130,7 +129,7 @@ def _exp_into(source, values):
         values[e] = fast_exp(source[e])
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _row_sum(x, r):
     total = x.dtype.type(0)
     for j in range(x.shape[1]):
@@ -138,7 +137,7 @@ def _row_sum(x, r):
     return total
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _softmax_backward_rows(y, g, out, start, stop):
     """out[r] = y[r] * (g[r] - sum(g[r] * y[r])) for rows start..stop-1."""
     for r in range(start, stop):
@@ -149,7 +148,7 @@ def _softmax_backward_rows(y, g, out, start, stop):
             out[r, j] = y[r, j] * (g[r, j] - dot)
 
 
-@njit(fastmath=_FASTMATH, cache=True)
+@kernel(fastmath=_FASTMATH)
 def _log_softmax_backward_rows(z, g, out, start, stop):
     """out[r] = g[r] - exp(z[r]) * sum(g[r]) for rows start..stop-1: flat exp first."""
     n = z.shape[1]
@@ -160,65 +159,42 @@ def _log_softmax_backward_rows(z, g, out, start, stop):
             out[r, j] = g[r, j] - out[r, j] * total
 
 
-@njit(cache=True)
+@kernel
 def _chunk_rows(n):
     """Rows per chunk: about _CHUNK values, at least one row."""
     return max(1, _CHUNK // n)
 
 
-@njit(cache=True, parallel=True)
-def softmax(x, out, parallel):
+@kernel
+def softmax(x, out):
     """out[r] = softmax(x[r]) for every row r."""
     rows = x.shape[0]
     step = _chunk_rows(x.shape[1])
-    chunks = (rows + step - 1) // step
-    if parallel:
-        for c in prange(chunks):
-            scratch = np.empty((2, step), x.dtype)
-            _softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
-    else:
-        scratch = np.empty((2, step), x.dtype)
-        for c in range(chunks):
-            _softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
+    scratch = np.empty((2, step), x.dtype)
+    for start in range(0, rows, step):
+        _softmax_rows(x, out, scratch, start, min(rows, start + step))
 
 
-@njit(cache=True, parallel=True)
-def log_softmax(x, out, parallel):
+@kernel
+def log_softmax(x, out):
     """out[r] = log_softmax(x[r]) for every row r."""
     rows = x.shape[0]
     step = _chunk_rows(x.shape[1])
-    chunks = (rows + step - 1) // step
-    if parallel:
-        for c in prange(chunks):
-            scratch = np.empty((2, step), x.dtype)
-            _log_softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
-    else:
-        scratch = np.empty((2, step), x.dtype)
-        for c in range(chunks):
-            _log_softmax_rows(x, out, scratch, c * step, min(rows, (c + 1) * step))
+    scratch = np.empty((2, step), x.dtype)
+    for start in range(0, rows, step):
+        _log_softmax_rows(x, out, scratch, start, min(rows, start + step))
 
 
-@njit(cache=True, parallel=True)
-def softmax_backward(y, g, out, parallel):
+@kernel
+def softmax_backward(y, g, out):
     """out[r] = y[r] * (g[r] - sum(g[r] * y[r])) for every row r."""
-    rows = y.shape[0]
-    step = _chunk_rows(y.shape[1])
-    if parallel:
-        for c in prange((rows + step - 1) // step):
-            _softmax_backward_rows(y, g, out, c * step, min(rows, (c + 1) * step))
-    else:
-        _softmax_backward_rows(y, g, out, 0, rows)
+    _softmax_backward_rows(y, g, out, 0, y.shape[0])
 
 
-@njit(cache=True, parallel=True)
-def log_softmax_backward(z, g, out, parallel):
+@kernel
+def log_softmax_backward(z, g, out):
     """out[r] = g[r] - exp(z[r]) * sum(g[r]) for every row r."""
     rows = z.shape[0]
     step = _chunk_rows(z.shape[1])
-    chunks = (rows + step - 1) // step
-    if parallel:
-        for c in prange(chunks):
-            _log_softmax_backward_rows(z, g, out, c * step, min(rows, (c + 1) * step))
-    else:
-        for c in range(chunks):
-            _log_softmax_backward_rows(z, g, out, c * step, min(rows, (c + 1) * step))
+    for start in range(0, rows, step):
+        _log_softmax_backward_rows(z, g, out, start, min(rows, start + step))

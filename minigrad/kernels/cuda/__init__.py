@@ -1,6 +1,6 @@
 """GPU kernels: softmax and log-softmax (forward and backward) and matmul, written with
 numba.cuda and launched on CuPy arrays through the CUDA array interface. Each computes
-exactly what its twin in minigrad/kernels/reference.py computes (over the LAST axis).
+exactly what its twin in minigrad/kernels/<name>.py computes (over the LAST axis).
 
     softmax(x) -> y                   y = exp(x - max) / sum(exp(x - max)); all -inf row -> 0
     softmax_backward(y, g) -> dx      dx = y * (g - sum(g * y, -1))
@@ -8,7 +8,7 @@ exactly what its twin in minigrad/kernels/reference.py computes (over the LAST a
     log_softmax_backward(z, g) -> dx  dx = g - exp(z) * sum(g, -1)
     matmul(a, b) -> a @ b             NumPy's rules: 2-D, batched with broadcasting, 1-D
 
-Dispatch (the CPU dispatchers in minigrad/kernels call these): `eligible(*arrays)` is True
+Dispatch (the dispatchers in minigrad/kernels call these): `eligible(*arrays)` is True
 in MINIGRAD_KERNELS=numba mode for CuPy float32/float64 arrays of one dtype. In "auto"
 mode CuPy arrays keep the twins, and matmul keeps cuBLAS (cupy.matmul), until a GPU
 benchmark (benchmarks/gpu_check.sh) shows a kernel faster.
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.kernels.dispatch import KERNEL_DTYPES
 from minigrad.kernels.mode import get_mode
-
-KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def eligible(*arrays) -> bool:
@@ -61,13 +60,13 @@ def log_softmax_backward(z, g):
 
 def matmul(a, b):
     """a @ b with NumPy's rules, by the tiled Numba kernel (cuBLAS is the default path)."""
-    from minigrad.kernels.cuda import gemm
+    from minigrad.kernels.cuda import gemm  # imports numba.cuda: only when a kernel runs
 
     return gemm.matmul(a, b)
 
 
 def _rows(name: str, *arrays):
-    from minigrad.kernels.cuda import rows
+    from minigrad.kernels.cuda import rows  # imports numba.cuda: only when a kernel runs
 
     if any(a.ndim == 0 or a.shape != arrays[0].shape for a in arrays):
         raise ValueError(f"{name}: expected arrays of one shape with ndim >= 1, got "

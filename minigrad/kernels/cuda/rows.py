@@ -1,6 +1,6 @@
 """Softmax and log-softmax over rows, forward and backward, as numba.cuda kernels.
 
-Contract (the twins are in minigrad/kernels/reference.py): x, y, z, g are C-contiguous
+Contract (the twins are in minigrad/kernels/softmax.py): x, y, z, g are C-contiguous
 2-D float32 or float64 arrays of one shape (rows, n); each kernel writes `out` of that
 shape, row by row, with the twins' conventions for fully masked rows (all -inf: softmax
 gives 0, log-softmax gives -inf).

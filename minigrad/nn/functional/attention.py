@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+from minigrad.creation import ones
+from minigrad.dtypes import bool_
 from minigrad.nn.functional.dropout import dropout
 from minigrad.ops import masked_fill, softmax, tril
 from minigrad.tensor import Tensor
@@ -41,9 +43,6 @@ def attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | Non
 
 def causal_mask(query_length: int, key_length: int, device="cpu") -> Tensor:
     """Boolean (L, S) mask, True on and below the diagonal: query i sees keys 0..i."""
-    from minigrad.creation import ones
-    from minigrad.dtypes import bool_
-
     return tril(ones(query_length, key_length, dtype=bool_, device=device))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from minigrad import kernels
 from minigrad.autograd import Function
 from minigrad.backend import array_module
-from minigrad.kernels.reference import smoothed_targets
+from minigrad.kernels.cross_entropy import smoothed_targets
 from minigrad.ops import softmax
 from minigrad.ops.softmax import SoftmaxBackward
 from minigrad.tensor import Tensor, constant

@@ -1,0 +1,27 @@
+"""Every size threshold of the kernel dispatchers, in one table.
+
+In auto mode a dispatcher runs its Numba kernel when the input has at least this many
+elements (multiply-adds for matmul), and its NumPy twin below. Each figure is where the
+kernel started to win, measured through the dispatcher with both twins and kernels timed
+alternately (`python -m benchmarks.bench_kernels`, see benchmarks/README_kernels.md).
+`math.inf` means the twin always won, so only "numba" mode runs that kernel.
+"""
+import math
+
+MIN_SIZE = {
+    # rows of 10, 16, 20 and 128: the forward kernels win 2.0-3.2x at every size from 80
+    "softmax": 1,
+    "log_softmax": 1,
+    # 1.1-1.4x at 80 elements but 1.0-1.1x at 256; 1.3-1.7x at 4096, 1.9-2.9x at 16384
+    "softmax_backward": 1024,
+    "log_softmax_backward": 1024,
+    # fused row kernels: about even at 4096 elements (0.9-1.3x), 1.2-1.6x at 16384
+    "layer_norm": 16384,
+    "layer_norm_backward": 16384,
+    "cross_entropy": 16384,
+    "cross_entropy_backward": 16384,
+    # 2-D products: OpenBLAS always
+    "matmul_2d": math.inf,
+    # batched products of small matrices (sides <= 64): 1.05-1.3x from 2**20 multiply-adds
+    "matmul_batched": 2**20,
+}
