@@ -134,11 +134,11 @@ def test_im2col_path_matches_reference_twin(dtype, case, seed):
     tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-10,
                                                                          "atol": 1e-12}
     pairs = [
-        (out, conv_kernels.conv2d_reference(x, w, b, window, groups)),
+        (out, conv_kernels.conv2d_twin(x, w, b, window, groups)),
         (conv_kernels.conv2d_input_grad(g, w, x.shape[-2:], window, groups),
-         conv_kernels.conv2d_input_grad_reference(g, w, x.shape[-2:], window, groups)),
+         conv_kernels.conv2d_input_grad_twin(g, w, x.shape[-2:], window, groups)),
         (conv_kernels.conv2d_weight_grad(x, g, window, groups),
-         conv_kernels.conv2d_weight_grad_reference(x, g, window, groups)),
+         conv_kernels.conv2d_weight_grad_twin(x, g, window, groups)),
     ]
     for fast, twin in pairs:
         assert fast.dtype == twin.dtype == dtype
@@ -159,6 +159,23 @@ def test_numpy_mode_runs_the_twin_through_the_public_api():
         results.append((out.numpy(), x.grad.numpy(), w.grad.numpy()))
     for fast, twin in zip(*results):
         np.testing.assert_allclose(fast, twin, rtol=1e-12, atol=1e-12)
+
+
+def test_float16_is_computed_in_float32():
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((2, 3, 6, 6)), rng.standard_normal((4, 3, 3, 3))
+    half = [make_tensor(a, requires_grad=True, dtype=mg.float16) for a in (x, w)]
+    single = [make_tensor(a.astype(np.float16).astype(np.float32), requires_grad=True)
+              for a in (x, w)]
+    for inputs in (half, single):
+        F.conv2d(*inputs, padding=1).sum().backward()
+    out = F.conv2d(*half, padding=1)
+    assert out.dtype is mg.float16 and half[0].grad.dtype is mg.float16
+    expected = F.conv2d(*single, padding=1).numpy()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=2e-3, atol=2e-3)
+    for mine, reference in zip(half, single):
+        np.testing.assert_allclose(mine.grad.numpy(), reference.grad.numpy(), rtol=2e-3,
+                                   atol=2e-2)
 
 
 # ----------------------------------------------------------------------------- PyTorch oracle

@@ -20,19 +20,23 @@ Twin: the same sums as kh kw channel contractions, one per tap's strided slice.
 
 Dispatch: MINIGRAD_KERNELS=numpy runs the twins; "auto" and "numba" run the fast path
 (plain xp code too, so it runs on CuPy), which benchmarks/bench_conv.py measures faster on
-every shape it times.
+every shape it times. float16 arrays are computed in float32 (as PyTorch accumulates half
+precision in float) and the results cast back.
 """
 from __future__ import annotations
 
 from minigrad.backend import array_module
+from minigrad.kernels.dispatch import any_half, in_float32
 from minigrad.kernels.mode import get_mode
 from minigrad.kernels.windows import Window2d, im2col_view, interior, pad, tap_slices
 
 
 def conv2d(x, weight, bias, window: Window2d, groups: int):
     """out (N, O, Ho, Wo) = conv2d(x, w) + b; bias (O,) may be None."""
+    if any_half(x, weight, bias):
+        return in_float32(conv2d, x, weight, bias, window=window, groups=groups)
     if get_mode() == "numpy":
-        return conv2d_reference(x, weight, bias, window, groups)
+        return conv2d_twin(x, weight, bias, window, groups)
     xp = array_module(x)
     output_size = window.output_size(*x.shape[-2:])
     out_channels = weight.shape[0]
@@ -47,8 +51,11 @@ def conv2d(x, weight, bias, window: Window2d, groups: int):
 def conv2d_input_grad(grad, weight, input_size: tuple[int, int], window: Window2d,
                       groups: int):
     """dx (N, C, H, W), (H, W) = input_size: the adjoint of conv2d in x, applied to g."""
+    if any_half(grad, weight):
+        return in_float32(conv2d_input_grad, grad, weight, input_size=input_size,
+                          window=window, groups=groups)
     if get_mode() == "numpy":
-        return conv2d_input_grad_reference(grad, weight, input_size, window, groups)
+        return conv2d_input_grad_twin(grad, weight, input_size, window, groups)
     xp = array_module(grad)
     batch, out_channels = grad.shape[:2]
     channels = weight.shape[1] * groups
@@ -66,8 +73,10 @@ def conv2d_input_grad(grad, weight, input_size: tuple[int, int], window: Window2
 
 def conv2d_weight_grad(x, grad, window: Window2d, groups: int):
     """dw (O, C / G, kh, kw): the adjoint of conv2d in w, applied to g."""
+    if any_half(x, grad):
+        return in_float32(conv2d_weight_grad, x, grad, window=window, groups=groups)
     if get_mode() == "numpy":
-        return conv2d_weight_grad_reference(x, grad, window, groups)
+        return conv2d_weight_grad_twin(x, grad, window, groups)
     xp = array_module(x)
     cols = _columns(x, window, grad.shape[2:], groups)
     dw = xp.matmul(_grad_matrix(grad, groups), cols.transpose(0, 2, 1))
@@ -90,7 +99,7 @@ def _grad_matrix(grad, groups: int):
 # ----------------------------------------------------------------------------- twins
 
 
-def conv2d_reference(x, weight, bias, window: Window2d, groups: int):
+def conv2d_twin(x, weight, bias, window: Window2d, groups: int):
     """conv2d as a sum over taps of channel contractions (the reference twin)."""
     xp = array_module(x)
     output_size = window.output_size(*x.shape[-2:])
@@ -106,7 +115,7 @@ def conv2d_reference(x, weight, bias, window: Window2d, groups: int):
     return out
 
 
-def conv2d_input_grad_reference(grad, weight, input_size, window: Window2d, groups: int):
+def conv2d_input_grad_twin(grad, weight, input_size, window: Window2d, groups: int):
     """conv2d_input_grad as a sum over taps (the reference twin)."""
     xp = array_module(grad)
     batch, _, out_h, out_w = grad.shape
@@ -120,7 +129,7 @@ def conv2d_input_grad_reference(grad, weight, input_size, window: Window2d, grou
     return xp.ascontiguousarray(interior(padded, window, *input_size))
 
 
-def conv2d_weight_grad_reference(x, grad, window: Window2d, groups: int):
+def conv2d_weight_grad_twin(x, grad, window: Window2d, groups: int):
     """conv2d_weight_grad as one channel contraction per tap (the reference twin)."""
     xp = array_module(x)
     batch, out_channels, out_h, out_w = grad.shape
