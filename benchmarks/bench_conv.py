@@ -2,15 +2,22 @@
 PyTorch CPU.
 
     python -m benchmarks.bench_conv [--repeats 20] [--case NAME ...]
+    OPENBLAS_NUM_THREADS=2 python -m benchmarks.bench_conv      # both libraries on 2 threads
 
 Each case runs `out = layer(x); out.backward(g)` with x and the weights requiring grad,
 in float32: minigrad with its fast path (im2col and one matmul per group), minigrad with
-the reference twins (MINIGRAD_KERNELS=numpy: a sum over kernel taps), and PyTorch when
-importable (its default thread count). Calls are interleaved within each repeat, so load
-from other processes hits every contender alike; the table shows medians and ratios from
-the one run.
+the reference twins where a convolution has them (MINIGRAD_KERNELS=numpy: a sum over
+kernel taps), and PyTorch when importable. Both libraries get the same number of threads:
+OPENBLAS_NUM_THREADS (default 1) for minigrad's BLAS, torch.set_num_threads for PyTorch.
+Calls are interleaved within each repeat, so load from other processes hits every
+contender alike; the table shows medians and ratios from the one run.
 """
+# ruff: noqa: E402  (the thread setting below must come before NumPy is imported)
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import sys
@@ -21,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import minigrad as mg  # noqa: E402
-import minigrad.nn.functional as F  # noqa: E402
-from benchmarks.timing import median_times, print_table  # noqa: E402
+import minigrad as mg
+import minigrad.nn.functional as F
+from benchmarks.timing import median_times, print_table
 
 try:
     import torch
@@ -114,13 +121,16 @@ def measure(case: Case, repeats: int) -> list:
     arrays = _inputs(case, rng)
     shape = _layer(case, mg, F)({n: mg.tensor(a) for n, a in arrays.items()}).shape
     upstream = rng.standard_normal(shape).astype(np.float32)
-    contenders = {"fast": _step(case, arrays, upstream, mg, F),
-                  "twin": _step(case, arrays, upstream, mg, F, mode="numpy")}
+    contenders = {"fast": _step(case, arrays, upstream, mg, F)}
+    has_twin = case.kind != "max_pool"  # pooling has one implementation
+    if has_twin:
+        contenders["twin"] = _step(case, arrays, upstream, mg, F, mode="numpy")
     if torch is not None:
         contenders["torch"] = _step(case, arrays, upstream, torch, torch.nn.functional)
     times = median_times(contenders, repeats=repeats, warmup=2)
-    row = [case.name, _describe(case), f"{times['fast'] * 1e3:.2f}",
-           f"{times['twin'] * 1e3:.2f}", f"{times['twin'] / times['fast']:.2f}"]
+    row = [case.name, _describe(case), f"{times['fast'] * 1e3:.2f}"]
+    row += [f"{times['twin'] * 1e3:.2f}", f"{times['twin'] / times['fast']:.2f}"] if has_twin \
+        else ["-", "-"]
     if torch is not None:
         row += [f"{times['torch'] * 1e3:.2f}", f"{times['fast'] / times['torch']:.2f}"]
     return row
@@ -146,9 +156,11 @@ def main() -> None:
         parser.error("--repeats must be at least 1")
     cases = [c for c in CASES if args.case is None or c.name in args.case]
     headers = ["case", "shapes (float32)", "minigrad ms", "twin ms", "twin/minigrad"]
+    threads = int(os.environ["OPENBLAS_NUM_THREADS"])
     if torch is not None:
+        torch.set_num_threads(threads)
         headers += [f"PyTorch {torch.__version__.split('+')[0]} ms", "minigrad/PyTorch"]
-        print(f"PyTorch threads: {torch.get_num_threads()}")
+    print(f"threads: {threads} (OPENBLAS_NUM_THREADS for minigrad, torch.set_num_threads)")
     print_table(headers, [measure(case, args.repeats) for case in cases])
 
 
