@@ -153,7 +153,7 @@ def _matmul_cases(rng):
         ("batched q@k^T", (256, 20, 64), (256, 20, 64), True),
         ("batched", (256, 20, 64), (256, 64, 20), False),
         ("batched p@v", (256, 20, 20), (256, 20, 64), False),
-        # the shapes of bench_train's "issue" step (d_model 128, 4 heads, 64 x 16 tokens)
+        # the shapes of bench_train's "small" step (d_model 128, 4 heads, 64 x 16 tokens)
         ("matmul 3-D x@w.T (Linear)", (64, 16, 128), (128, 128), True),
         ("batched q@k^T", (256, 16, 32), (256, 16, 32), True),
         ("batched p@v", (256, 16, 16), (256, 16, 32), False),

@@ -2,8 +2,8 @@
 
     python -m benchmarks.bench_overhead [--repeats 3000] [--block 50]
 
-Each case runs the same computation on (16,)-shaped float32 tensors (and a (4, 16)
-matrix), where the arithmetic is negligible and the time is the framework's bookkeeping:
+Each case runs the same computation on (16,)-shaped float32 tensors (and (4, 16) and
+(4, 4) matrices), where the arithmetic is negligible and the time is the framework's bookkeeping:
 tensor creation, dtype and shape checks, graph recording, the backward walk. NumPy's
 column is the same arithmetic written by hand, gradients included.
 
@@ -21,17 +21,19 @@ import minigrad as mg
 from benchmarks.timing import median_times, print_table
 
 SHAPE = (16,)
+ACCUMULATING = "((p+q)*q).sum() backward, (4,4), .grad accumulating"
 
 
 def inputs(seed: int = 0) -> dict:
     """The arrays every framework's cases start from."""
     rng = np.random.default_rng(seed)
-    shapes = {"a": SHAPE, "b": SHAPE, "g": SHAPE, "w": (4,) + SHAPE}
+    shapes = {"a": SHAPE, "b": SHAPE, "g": SHAPE, "w": (4,) + SHAPE, "p": (4, 4), "q": (4, 4)}
     return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
 
 
 def numpy_cases(arrays: dict) -> dict:
-    a, b, g, w = arrays["a"], arrays["b"], arrays["g"], arrays["w"]
+    a, b, g, w, p, q = (arrays[name] for name in "abgwpq")
+    grad_p, grad_q = np.zeros_like(p), np.zeros_like(q)
 
     def add_mul_forward():
         return (a + b) * b
@@ -46,10 +48,17 @@ def numpy_cases(arrays: dict) -> dict:
         grad_h = (h > 0).astype(np.float32)
         return np.maximum(h, 0).sum(), np.outer(grad_h, a), grad_h @ w  # out, d/dw, d/da
 
+    def accumulating_backward():
+        s = p + q
+        np.add(grad_p, q, out=grad_p)  # the leaves' gradients accumulate call to call
+        np.add(grad_q, s + q, out=grad_q)
+        return (s * q).sum(), grad_p, grad_q
+
     return {
         "add+mul forward (no grad)": add_mul_forward,
         "add+mul forward+backward": add_mul_forward_backward,
         "matvec+relu+sum forward+backward": matvec_relu_sum_forward_backward,
+        ACCUMULATING: accumulating_backward,
     }
 
 
@@ -57,7 +66,7 @@ def framework_cases(lib, arrays: dict) -> dict:
     """The same cases written once against the shared torch/minigrad API; each returns
     what NumPy's twin returns."""
     a, b, g = (lib.tensor(arrays[name]) for name in "abg")
-    a_leaf, b_leaf, w_leaf = (lib.tensor(arrays[name]).requires_grad_() for name in "abw")
+    a_leaf, b_leaf, w_leaf, p, q = (lib.tensor(arrays[name]).requires_grad_() for name in "abwpq")
 
     def add_mul_forward():
         with lib.no_grad():
@@ -75,10 +84,16 @@ def framework_cases(lib, arrays: dict) -> dict:
         out.backward()
         return out, w_leaf.grad, a_leaf.grad
 
+    def accumulating_backward():
+        out = ((p + q) * q).sum()
+        out.backward()
+        return out, p.grad, q.grad
+
     return {
         "add+mul forward (no grad)": add_mul_forward,
         "add+mul forward+backward": add_mul_forward_backward,
         "matvec+relu+sum forward+backward": matvec_relu_sum_forward_backward,
+        ACCUMULATING: accumulating_backward,
     }
 
 

@@ -82,7 +82,7 @@ else
 fi
 if [ -f benchmarks/bench_train.py ]; then
     run_step "bench_train --device gpu" 45 \
-        "$PYTHON" -m benchmarks.bench_train --device gpu --config issue --steps 10 --no-memory
+        "$PYTHON" -m benchmarks.bench_train --device gpu --config small --steps 10 --no-memory
 else
     skip_step "bench_train --device gpu" "benchmarks/bench_train.py not present"
 fi

@@ -2,7 +2,7 @@
 token embeddings scaled by sqrt(d_model) plus sinusoidal positions and a final Linear, with
 the same Adam and label-smoothed cross-entropy as benchmarks/bench_train.py gives minigrad.
 (nn.Transformer adds a LayerNorm after each stack, which minigrad's post-norm model, like
-the paper, does not: two LayerNorms out of 12 in the issue's configuration.)
+the paper, does not: two LayerNorms out of 12 in the small configuration.)
 """
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def cross_entropy(x, valid, target, target_weight, class_weight, label_smoothing
     """(losses, logp) for logits x (M, C); see cross_entropy_twin."""
     if any_half(x, target_weight, class_weight):
         return in_float32(cross_entropy, x, valid, target, target_weight, class_weight,
-                          label_smoothing=label_smoothing)
+                          label_smoothing)
     floats = [a for a in (x, target_weight, class_weight) if a is not None]
     cpu = cpu_kernels_for("cross_entropy", MIN_SIZE["cross_entropy"], x.size, *floats)
     if cpu is None or x.ndim != 2:
@@ -83,7 +83,7 @@ def cross_entropy_backward(logp, valid, target, target_weight, class_weight,
     ((M, 1))."""
     if any_half(logp, target_weight, class_weight, scale):
         return in_float32(cross_entropy_backward, logp, valid, target, target_weight,
-                          class_weight, label_smoothing=label_smoothing, scale=scale)
+                          class_weight, label_smoothing, scale)
     floats = [a for a in (logp, target_weight, class_weight, scale) if a is not None]
     cpu = cpu_kernels_for("cross_entropy", MIN_SIZE["cross_entropy_backward"], logp.size,
                           *floats)

@@ -65,12 +65,12 @@ def cpu_kernels(name: str):
     return _loaded[name]
 
 
-def in_float32(function, *arrays, **params):
-    """function(*arrays, **params) computed on float32 copies of float16 arrays, its
-    array results cast back to float16 (a tuple result keeps any float32 statistics the
-    caller asked to keep: see `keep_float32`)."""
+def in_float32(function, *args, **params):
+    """function(*args, **params) computed on float32 copies of its float16 array arguments
+    (positional ones; anything else passes unchanged), its array results cast back to
+    float16, except the tuple positions listed in `keep_float32`."""
     keep = params.pop("keep_float32", ())
-    widened = [a.astype(np.float32) if _is_half(a) else a for a in arrays]
+    widened = [a.astype(np.float32) if _is_half(a) else a for a in args]
     result = function(*widened, **params)
     if isinstance(result, tuple):
         return tuple(r if r is None or i in keep else r.astype(np.float16)
@@ -87,7 +87,7 @@ def any_half(*arrays) -> bool:
 
 
 def _is_half(a) -> bool:
-    return a is not None and a.dtype == np.float16
+    return getattr(a, "dtype", None) == np.float16
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:

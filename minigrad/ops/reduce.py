@@ -15,7 +15,9 @@ import numpy as np
 
 from minigrad import dtypes
 from minigrad.autograd.function import Function
+from minigrad.backend import array_module
 from minigrad.ops.operands import normalize_dim, normalize_dims
+from minigrad.ops.select import where
 from minigrad.ops.shape import broadcast_to
 
 if TYPE_CHECKING:
@@ -54,6 +56,22 @@ class Amax(Function):
         share = is_extreme / is_extreme.sum(axis=self.dims, keepdims=True)
         share = x._wrap(share.astype(x.data.dtype, copy=False))
         return broadcast_to(grad.reshape(self.extreme.shape), x.shape) * share
+
+
+class StdFromVar(Function):
+    """out = sqrt(v) for a variance v;  dv = g / (2 out), and 0 where out = 0: a constant
+    row has a zero gradient, not NaN (PyTorch's convention for std)"""
+
+    def forward(self, v):
+        out = array_module(v).sqrt(v)
+        self.save_for_backward(out)
+        return out
+
+    def backward(self, grad):
+        (out,) = self.saved
+        zero = out.data == 0
+        safe = where(zero, 1.0, out)
+        return where(zero, 0.0, grad / (safe * 2))
 
 
 def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
@@ -120,9 +138,10 @@ def var(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
                                                      else math.inf)
 
 
+@_in_float32
 def std(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
         correction=None) -> Tensor:
-    return var(x, dim, unbiased, keepdim, correction).sqrt()
+    return StdFromVar.apply(var(x, dim, unbiased, keepdim, correction))
 
 
 @_in_float32
