@@ -9,13 +9,23 @@ input element (y * sh + i * dh, x * sw + j * dw). Two ways to visit those elemen
   taps, touching every output once per tap (pooling, the col2im scatter-add).
 - `im2col_view`: every tap at once as a zero-copy view (C, kh, kw, N, Ho, Wo) of the
   padded input, which a reshape turns into the column matrix of one matrix product.
+
+`by_planes` runs such a tap loop over a few (H, W) planes at a time on NumPy arrays, so
+that its kh * kw passes stay in cache.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
+
 from minigrad.backend import array_module
+
+# NumPy tap loops run over chunks of planes of about this many bytes (the largest plane
+# of their arrays), which stay in cache: 3x3/2 max pooling of (32, 64, 56, 56) measured
+# 2-5x faster forward and 2-3x backward in chunks of 16 to 64 planes than in one pass
+CHUNK_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -84,3 +94,25 @@ def im2col_view(padded, window: Window2d, output_size: tuple[int, int]):
     shape = (channels, kh, kw, batch) + tuple(output_size)
     strides = (stride_c, stride_h * dh, stride_w * dw, stride_n, stride_h * sh, stride_w * sw)
     return xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides)
+
+
+def by_planes(function, *arrays, **params):
+    """function(*chunks, **params) over chunks of the arrays' (H, W) planes: every array
+    is viewed as (P, h, w), its leading dims flattened (the same P for all), and function
+    maps chunks of p planes to one (p, h', w') array; the results form (*lead, h', w').
+    CuPy arrays go in one chunk (a GPU wants large launches)."""
+    lead = arrays[0].shape[:-2]
+    planes = [a.reshape((-1,) + a.shape[-2:]) for a in arrays]
+    count = planes[0].shape[0]
+    if type(planes[0]) is not np.ndarray or count == 0:
+        out = function(*planes, **params)
+        return out.reshape(lead + out.shape[1:])
+    plane_bytes = max(p.shape[-2] * p.shape[-1] * p.itemsize for p in planes)
+    step = max(1, CHUNK_BYTES // max(plane_bytes, 1))
+    out = None
+    for start in range(0, count, step):
+        chunk = function(*(p[start:start + step] for p in planes), **params)
+        if out is None:
+            out = np.empty((count,) + chunk.shape[1:], dtype=chunk.dtype)
+        out[start:start + step] = chunk
+    return out.reshape(lead + out.shape[1:])

@@ -5,8 +5,9 @@ and adaptive_avg_pool1d/2d.
 
 Each pooling op loops over the kh * kw kernel taps (minigrad/kernels/windows.py): every
 tap is one strided slice of the padded input, so an op costs kh * kw passes over the
-output and copies nothing. Each forward has an adjoint Function for its gradient, and
-the two are each other's gradients, so second derivatives work:
+output, made in cache-sized chunks of planes (`by_planes`). Each forward has an adjoint
+Function for its gradient, and the two are each other's gradients, so second
+derivatives work:
     max:  MaxPool2d -> MaxPool2dBackward (scatter g to the winners) <-> MaxPool2dSelect
     avg:  AvgPool2d <-> AvgPool2dBackward (spread g / divisor over each window)
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from minigrad.autograd import Function
 from minigrad.backend import array_module
-from minigrad.kernels.windows import Window2d, interior, pad, tap_slices
+from minigrad.kernels.windows import Window2d, by_planes, interior, pad, tap_slices
 from minigrad.nn.functional.window_args import batched, size_tuple, unbatched
 from minigrad.tensor import Tensor, constant
 
@@ -26,33 +27,15 @@ class MaxPool2d(Function):
 
     def forward(self, x, window=None):
         self.window = window
-        xp = array_module(x)
-        padded = pad(x, window, -xp.inf)
-        taps = tap_slices(window, window.output_size(*x.shape[-2:]))
-        best = xp.array(padded[next(taps)], order="C")
-        for index in taps:
-            xp.maximum(best, padded[index], out=best)
+        best = by_planes(_max_of_taps, x, window=window)
         self.save_for_backward(x, best)
         return best
 
     def backward(self, grad):
         x, out = self.saved
-        return MaxPool2dBackward.apply(grad, winner=_winners(x.data, out.data, self.window),
-                                       window=self.window, input_size=x.shape[-2:])
-
-
-def _winners(x, best, window: Window2d):
-    """The tap (int32) of each window's first element equal to its max `best` (or NaN)."""
-    xp = array_module(x)
-    padded = pad(x, window, -xp.inf)
-    winner = xp.zeros(best.shape, dtype=xp.int32)
-    # last tap first, so that the first maximal tap is the one left standing; a blend in
-    # arithmetic, since where() with a data-dependent mask runs 10x slower (branches)
-    for tap, index in reversed(list(enumerate(tap_slices(window, best.shape[-2:])))):
-        values = padded[index]
-        hit = (values == best) | xp.isnan(values)
-        winner += hit * (tap - winner)
-    return winner
+        winner = by_planes(_winners, x.data, out.data, window=self.window)
+        return MaxPool2dBackward.apply(grad, winner=winner, window=self.window,
+                                       input_size=x.shape[-2:])
 
 
 class MaxPool2dBackward(Function):
@@ -61,11 +44,8 @@ class MaxPool2dBackward(Function):
 
     def forward(self, grad, winner=None, window=None, input_size=None):
         self.winner, self.window, self.input_size = winner, window, input_size
-        xp = array_module(grad)
-        padded = xp.zeros(grad.shape[:-2] + window.padded_size(*input_size), dtype=grad.dtype)
-        for tap, index in enumerate(tap_slices(window, grad.shape[-2:])):
-            padded[index] += grad * (winner == tap)
-        return xp.ascontiguousarray(interior(padded, window, *input_size))
+        return by_planes(_scatter_to_winners, grad, winner, window=window,
+                         input_size=input_size)
 
     def backward(self, h):
         return MaxPool2dSelect.apply(h, winner=self.winner, window=self.window)
@@ -77,12 +57,7 @@ class MaxPool2dSelect(Function):
 
     def forward(self, x, winner=None, window=None):
         self.winner, self.window, self.input_size = winner, window, x.shape[-2:]
-        xp = array_module(x)
-        padded = pad(x, window)
-        out = xp.zeros(winner.shape, dtype=x.dtype)
-        for tap, index in enumerate(tap_slices(window, winner.shape[-2:])):
-            xp.copyto(out, padded[index], where=winner == tap)
-        return out
+        return by_planes(_select_winners, x, winner, window=window)
 
     def backward(self, grad):
         return MaxPool2dBackward.apply(grad, winner=self.winner, window=self.window,
@@ -95,12 +70,7 @@ class AvgPool2d(Function):
 
     def forward(self, x, window=None, divisor=None):
         self.window, self.divisor, self.input_size = window, divisor, x.shape[-2:]
-        padded = pad(x, window)
-        taps = tap_slices(window, window.output_size(*x.shape[-2:]))
-        total = padded[next(taps)].copy()
-        for index in taps:
-            total += padded[index]
-        return total / divisor
+        return by_planes(_window_sums, x, window=window) / divisor
 
     def backward(self, grad):
         return AvgPool2dBackward.apply(grad, window=self.window, divisor=self.divisor,
@@ -113,15 +83,77 @@ class AvgPool2dBackward(Function):
 
     def forward(self, grad, window=None, divisor=None, input_size=None):
         self.window, self.divisor = window, divisor
-        xp = array_module(grad)
-        share = grad / divisor
-        padded = xp.zeros(grad.shape[:-2] + window.padded_size(*input_size), dtype=grad.dtype)
-        for index in tap_slices(window, grad.shape[-2:]):
-            padded[index] += share
-        return xp.ascontiguousarray(interior(padded, window, *input_size))
+        return by_planes(_spread, grad / divisor, window=window, input_size=input_size)
 
     def backward(self, h):
         return AvgPool2d.apply(h, window=self.window, divisor=self.divisor)
+
+
+# ----------------------------------------------------------------------------- tap loops
+# on arrays (..., H, W) of planes; by_planes hands them chunks that fit in cache
+
+
+def _max_of_taps(x, window: Window2d):
+    xp = array_module(x)
+    padded = pad(x, window, -xp.inf)
+    taps = tap_slices(window, window.output_size(*x.shape[-2:]))
+    best = xp.array(padded[next(taps)], order="C")
+    for index in taps:
+        xp.maximum(best, padded[index], out=best)
+    return best
+
+
+def _winners(x, best, window: Window2d):
+    """The tap of each window's first element equal to its max `best` (or NaN there), as
+    int8 (int32 for kernels of more than 127 taps: int8 arithmetic runs 15x faster)."""
+    xp = array_module(x)
+    padded = pad(x, window, -xp.inf)
+    taps = list(tap_slices(window, best.shape[-2:]))
+    winner = xp.zeros(best.shape, dtype=xp.int8 if len(taps) <= 127 else xp.int32)
+    nan_windows = bool(xp.isnan(best).any())
+    # last tap first, so that the first maximal tap is the one left standing; a blend in
+    # arithmetic, since where() with a data-dependent mask runs 10x slower (branches)
+    for tap in reversed(range(len(taps))):
+        values = padded[taps[tap]]
+        hit = values == best
+        if nan_windows:
+            hit |= xp.isnan(values)
+        winner += hit * (tap - winner)
+    return winner
+
+
+def _scatter_to_winners(grad, winner, window: Window2d, input_size):
+    xp = array_module(grad)
+    padded = xp.zeros(grad.shape[:-2] + window.padded_size(*input_size), dtype=grad.dtype)
+    for tap, index in enumerate(tap_slices(window, grad.shape[-2:])):
+        padded[index] += grad * (winner == tap)
+    return xp.ascontiguousarray(interior(padded, window, *input_size))
+
+
+def _select_winners(x, winner, window: Window2d):
+    xp = array_module(x)
+    padded = pad(x, window)
+    out = xp.zeros(winner.shape, dtype=x.dtype)
+    for tap, index in enumerate(tap_slices(window, winner.shape[-2:])):
+        xp.copyto(out, padded[index], where=winner == tap)
+    return out
+
+
+def _window_sums(x, window: Window2d):
+    padded = pad(x, window)
+    taps = tap_slices(window, window.output_size(*x.shape[-2:]))
+    total = padded[next(taps)].copy()
+    for index in taps:
+        total += padded[index]
+    return total
+
+
+def _spread(share, window: Window2d, input_size):
+    xp = array_module(share)
+    padded = xp.zeros(share.shape[:-2] + window.padded_size(*input_size), dtype=share.dtype)
+    for index in tap_slices(window, share.shape[-2:]):
+        padded[index] += share
+    return xp.ascontiguousarray(interior(padded, window, *input_size))
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
@@ -169,7 +201,7 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode,  # noqa:
     pooled = MaxPool2d.apply(x, window=window)
     results = [pooled]
     if return_indices:
-        winner = _winners(x.data, pooled.data, window)
+        winner = by_planes(_winners, x.data, pooled.data, window=window)
         results.append(constant(_flat_indices(winner, window, x.shape[-2:])))
     results = [unbatched(r.squeeze(2) if dims == 1 else r, added_batch) for r in results]
     return tuple(results) if return_indices else results[0]
