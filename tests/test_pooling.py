@@ -206,6 +206,23 @@ def test_pooling_on_unbatched_inputs_matches_torch():
                         lambda t: torch.nn.functional.adaptive_avg_pool2d(t, (2, 3)), array)
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 3 * 81 * 8])
+def test_pooling_in_chunks_of_planes_matches_torch(monkeypatch, chunk_bytes):
+    """by_planes splits a NumPy tap loop into chunks of planes (one plane each, or three,
+    leaving a shorter last chunk): the results are the same."""
+    from minigrad.kernels import windows
+
+    monkeypatch.setattr(windows, "CHUNK_BYTES", chunk_bytes)
+    torch = pytest.importorskip("torch")
+    array = np.random.default_rng(8).standard_normal((2, 5, 9, 9))
+    _compare_with_torch(lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True),
+                        lambda t: torch.nn.functional.max_pool2d(t, 3, 2, 1,
+                                                                 return_indices=True), array)
+    _compare_with_torch(lambda t: F.avg_pool2d(t, 3, 2, 1, ceil_mode=True),
+                        lambda t: torch.nn.functional.avg_pool2d(t, 3, 2, 1, ceil_mode=True),
+                        array)
+
+
 def test_max_pool_propagates_nan_like_torch():
     torch = pytest.importorskip("torch")
     array = np.arange(16.0).reshape(1, 1, 4, 4)
