@@ -15,7 +15,7 @@ matrix cols (G, K, N Ho Wo), K = C / G * kh * kw; then each result is ONE batche
     conv2d:       out_g   = w_g (O/G, K) @ cols_g
     weight grad:  dw_g    = g_g (O/G, N Ho Wo) @ cols_g^T
     input grad:   dcols_g = w_g^T @ g_g, then col2im: kh kw strided adds of dcols's taps
-                  into a zero (C, N, Hp, Wp) gradient of xpad, cropped to x.
+                  into a zero (C, Hp, Wp, N) gradient of xpad, cropped to x.
 Twin: the same sums as kh kw channel contractions, one per tap's strided slice.
 
 Dispatch: MINIGRAD_KERNELS=numpy runs the twins; "auto" and "numba" run the fast path
@@ -57,17 +57,23 @@ def conv2d_input_grad(grad, weight, input_size: tuple[int, int], window: Window2
     if get_mode() == "numpy":
         return conv2d_input_grad_twin(grad, weight, input_size, window, groups)
     xp = array_module(grad)
-    batch, out_channels = grad.shape[:2]
+    batch, out_channels, out_h, out_w = grad.shape
     channels = weight.shape[1] * groups
+    # the batch goes last, so that col2im's adds run along Wo * N neighbours, not Wo:
+    # LeNet's second convolution (8 x 8 outputs) took 1.4 ms instead of 10 ms, 32 x 32
+    # outputs the same time
+    g = grad.transpose(1, 2, 3, 0).reshape(groups, out_channels // groups, -1)
     w = weight.reshape(groups, out_channels // groups, -1)
-    dcols = xp.matmul(w.transpose(0, 2, 1), _grad_matrix(grad, groups))
-    dcols = dcols.reshape((channels, window.kernel[0] * window.kernel[1], batch)
-                          + grad.shape[2:])
+    dcols = xp.matmul(w.transpose(0, 2, 1), g)
+    dcols = dcols.reshape((channels, window.kernel[0] * window.kernel[1], out_h, out_w, batch))
     # col2im: every tap's columns go back to the input positions that tap read
-    padded = xp.zeros((channels, batch) + window.padded_size(*input_size), dtype=grad.dtype)
-    for tap, index in enumerate(tap_slices(window, grad.shape[2:])):
-        padded[index] += dcols[:, tap]
-    dx = interior(padded, window, *input_size).transpose(1, 0, 2, 3)
+    padded = xp.zeros((channels,) + window.padded_size(*input_size) + (batch,),
+                      dtype=grad.dtype)
+    for tap, (_, rows, columns) in enumerate(tap_slices(window, (out_h, out_w))):
+        padded[:, rows, columns] += dcols[:, tap]
+    (top, _), (left, _) = window.padding
+    height, width = input_size
+    dx = padded[:, top:top + height, left:left + width].transpose(3, 0, 1, 2)
     return xp.ascontiguousarray(dx)
 
 
