@@ -1,15 +1,10 @@
 """Pooling modules with PyTorch's names and arguments: MaxPool1d/2d, AvgPool1d/2d and
-AdaptiveAvgPool1d/2d (the functions are in minigrad/nn/functional/pooling.py)."""
+AdaptiveAvgPool1d/2d (the functions are in minigrad/nn/functional/pooling.py and
+adaptive_pooling.py)."""
 from __future__ import annotations
 
-from minigrad.nn.functional.pooling import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    avg_pool1d,
-    avg_pool2d,
-    max_pool1d,
-    max_pool2d,
-)
+from minigrad.nn.functional.adaptive_pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
+from minigrad.nn.functional.pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from minigrad.nn.module import Module
 from minigrad.tensor import Tensor
 

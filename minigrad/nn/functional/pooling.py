@@ -1,7 +1,7 @@
 """Pooling with PyTorch's signatures and semantics: max_pool2d and avg_pool2d (kernel,
 stride defaulting to the kernel, padding, ceil_mode; dilation and return_indices for max,
-count_include_pad and divisor_override for avg), their 1-D forms over rows of height 1,
-and adaptive_avg_pool1d/2d.
+count_include_pad and divisor_override for avg), and their 1-D forms over rows of
+height 1 (adaptive pooling is in adaptive_pooling.py).
 
 Each pooling op loops over the kh * kw kernel taps (minigrad/kernels/windows.py): every
 tap is one strided slice of the padded input, so an op costs kh * kw passes over the
@@ -288,42 +288,3 @@ def _flat_indices(winner, window: Window2d, input_size):
     rows = xp.arange(out_h).reshape(-1, 1) * sh + (winner // kw) * dh - top
     columns = xp.arange(out_w) * sw + (winner % kw) * dw - left
     return (rows * input_size[1] + columns).astype(xp.int64)
-
-
-def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
-    """Mean over (Ho, Wo) bins of input (N, C, H, W) or (C, H, W); bin i of a dim of size
-    n spans [floor(i n / out), ceil((i + 1) n / out)), as in PyTorch. output_size is an
-    int or a pair, None keeping that dim's size. Computed as P_h @ x @ P_w^T with
-    constant bin-averaging matrices, so it is differentiable to any order."""
-    x, added_batch = batched(input, 2, "adaptive_avg_pool2d")
-    sizes = _adaptive_sizes(output_size, x.shape[-2:], 2, "adaptive_avg_pool2d")
-    rows = _bin_matrix(x, x.shape[-2], sizes[0])
-    columns = _bin_matrix(x, x.shape[-1], sizes[1])
-    return unbatched(rows @ x @ columns.T, added_batch)
-
-
-def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
-    """Mean over L_out bins of input (N, C, L) or (C, L), binned as adaptive_avg_pool2d."""
-    x, added_batch = batched(input, 1, "adaptive_avg_pool1d")
-    (size,) = _adaptive_sizes(output_size, x.shape[-1:], 1, "adaptive_avg_pool1d")
-    return unbatched(x @ _bin_matrix(x, x.shape[-1], size).T, added_batch)
-
-
-def _adaptive_sizes(output_size, input_sizes, dims: int, op: str) -> tuple[int, ...]:
-    if isinstance(output_size, (tuple, list)):
-        if len(output_size) != dims:
-            raise ValueError(f"{op}: output_size must be an int or a tuple of {dims}, got "
-                             f"{output_size!r}")
-        output_size = tuple(n if o is None else o for o, n in zip(output_size, input_sizes))
-    return size_tuple(output_size, dims, "output_size", op, 1)
-
-
-def _bin_matrix(x: Tensor, size: int, out: int) -> Tensor:
-    """P (out, size): P[i, k] = 1 / (bin i's length) for k in bin i, else 0."""
-    xp = x.xp
-    index = xp.arange(out)
-    start = (index * size) // out
-    end = -((-(index + 1) * size) // out)  # ceil((i + 1) size / out)
-    position = xp.arange(size)
-    inside = (position >= start[:, None]) & (position < end[:, None])
-    return constant((inside / (end - start)[:, None]).astype(x.data.dtype))
