@@ -112,6 +112,8 @@ def test_adaptive_avg_pool_gradcheck_and_gradgradcheck(data, layout):
     x = make_tensor(np.random.default_rng(1).standard_normal((2, 2, height, width)),
                     requires_grad=True, layout=layout)
     assert mg.autograd.gradcheck(lambda t: F.adaptive_avg_pool2d(t, output_size), (x,))
+    assert mg.autograd.gradgradcheck(lambda t: F.adaptive_avg_pool2d(t[:1, :1], output_size),
+                                     (x,))
     assert mg.autograd.gradgradcheck(lambda t: F.adaptive_avg_pool1d(t[:, :, 0], width), (x,))
 
 
