@@ -67,6 +67,7 @@ from minigrad.ops import (
     var,
     where,
 )
+from minigrad.dlpack import from_dlpack
 from minigrad.random import get_rng_state, manual_seed, set_rng_state
 from minigrad.serialization import load, save
 from minigrad.tensor import Tensor

@@ -6,7 +6,8 @@
 
 `MINIGRAD_DEBUG=1` profiles the whole process and prints the table at exit. Backward
 time of an op is inclusive: it counts the tensor ops its backward rule runs, which are
-not counted again as forward ops.
+not counted again as forward ops. Ops on the GPU are timed from and to a synchronised
+device, so each is charged for its own kernels (which makes profiling slow them down).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 from collections import defaultdict
 
 from minigrad.autograd.function import INSTRUMENTS
+from minigrad.backend import cuda
 
 
 class Profile:
@@ -27,11 +29,12 @@ class Profile:
         self._backward_depth = 0
 
     def timed_apply(self, function, inputs, params):
+        on_gpu = _on_gpu(*inputs)
         INSTRUMENTS.profiler = None  # time the plain apply, without re-entering this method
         try:
-            start = time.perf_counter()
+            start = _now(on_gpu)
             out = function.apply(*inputs, **params)
-            elapsed = time.perf_counter() - start
+            elapsed = _now(on_gpu) - start
         finally:
             INSTRUMENTS.profiler = self
         if self._backward_depth == 0:
@@ -41,14 +44,15 @@ class Profile:
 
     def timed_backward(self, node, grad):
         self._backward_depth += 1
-        start = time.perf_counter()
+        on_gpu = _on_gpu(grad)
+        start = _now(on_gpu)
         try:
             return node.backward(grad)
         finally:
             self._backward_depth -= 1
             name = type(node).__name__
             self.backward_calls[name] += 1
-            self.backward_seconds[name] += time.perf_counter() - start
+            self.backward_seconds[name] += _now(on_gpu) - start
 
     def table(self) -> str:
         """Ops sorted by total time: calls, forward ms, backward ms."""
@@ -67,6 +71,19 @@ class Profile:
         total_backward = sum(self.backward_seconds.values()) * 1e3
         lines.append(f"{'total':<22}{'':>10}{total_forward:>11.3f}{'':>10}{total_backward:>11.3f}")
         return "\n".join(lines)
+
+
+def _on_gpu(*tensors) -> bool:
+    return any(getattr(t, "device", None) == "gpu" for t in tensors)
+
+
+def _now(synchronize: bool) -> float:
+    """The clock, after the queued GPU work has finished when `synchronize` (GPU calls
+    return before the work runs: without waiting, an op would be charged only for
+    queueing its kernels and a later one for waiting on them)."""
+    if synchronize:
+        cuda.synchronize()
+    return time.perf_counter()
 
 
 class profile:  # noqa: N801  (torch.profiler.profile's spelling)

@@ -162,8 +162,35 @@ class Tensor(TensorBase):
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):
-        array = self.numpy()
-        return array if dtype is None else array.astype(dtype)
+        """np.asarray(t) of a CPU tensor (no copy unless asked for). A GPU tensor must be
+        copied to the host explicitly (TypeError), as in PyTorch."""
+        if self.device.type != "cpu":
+            raise TypeError(f"can't convert a {self.device} tensor to a NumPy array "
+                            "implicitly: use Tensor.cpu() (or .numpy()) to copy it to host "
+                            "memory first")
+        array = np.asarray(self.data)
+        if dtype is not None and np.dtype(dtype) != array.dtype:
+            if copy is False:
+                raise ValueError(f"__array__: converting {self.dtype} to {np.dtype(dtype)} "
+                                 "needs a copy, but copy=False")
+            return array.astype(dtype)
+        return array.copy() if copy else array
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """The DLPack capsule of this tensor's memory (for another library's
+        from_dlpack; see minigrad/dlpack.py). Refused for a tensor that requires grad."""
+        if self._requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use "
+                               "tensor.detach()")
+        options = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
+                   "copy": copy}
+        # pass only what the consumer set: older producers take no keywords but stream
+        options = {name: value for name, value in options.items() if value is not None}
+        return _as_array(self.data).__dlpack__(**options)
+
+    def __dlpack_device__(self) -> tuple:
+        """(DLPack device type, device id): (1, 0) for "cpu", (2, 0) for CUDA device 0."""
+        return _as_array(self.data).__dlpack_device__()
 
     def to(self, target=None, dtype=None, device=None) -> Tensor:
         """`.to(dtype)`, `.to(device)` or `.to(device, dtype)`; differentiable."""
@@ -382,6 +409,11 @@ def _to_array(data, dtype, device):
     elif array is data:
         array = array.copy()
     return xp.ascontiguousarray(array) if array.ndim else xp.asarray(array)
+
+
+def _as_array(data):
+    """A 0-d product can be a NumPy scalar; DLPack needs an array."""
+    return np.asarray(data) if isinstance(data, np.generic) else data
 
 
 def _infer_dtype(array: np.ndarray) -> dtypes.dtype:

@@ -56,6 +56,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def without_cuda(monkeypatch):
+    """The process as on a machine without CUDA: the CuPy stand-in is switched off for
+    the test, so the test runs under MINIGRAD_FAKE_GPU=1 too; skipped where a real GPU
+    is usable. (CUDA is probed once per process: the probe is redone on both sides.)"""
+    probe = mg.backend.device._probe_cuda
+    monkeypatch.delenv(mg.backend.device.FAKE_GPU_ENV, raising=False)
+    probe.cache_clear()
+    try:
+        if mg.cuda.is_available():
+            pytest.skip("CUDA is available here")
+        yield
+    finally:
+        probe.cache_clear()
+
+
+@pytest.fixture
 def rng():
     """A seeded NumPy generator, fresh per test."""
     return np.random.default_rng(1234)
@@ -67,4 +83,5 @@ def _restore_grad_mode():
     yield
     MODES.grad_enabled = True
     MODES.anomaly = False
+
 

@@ -124,3 +124,15 @@ def test_mismatched_shapes_raise_value_error():
         gpu_kernels.matmul(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32))
     with pytest.raises(ValueError, match="one shape"):
         gpu_kernels.softmax_backward(np.ones((2, 3)), np.ones((2, 4)))
+
+
+def test_matmul_kernel_strides_over_row_and_batch_tiles_beyond_the_grid(monkeypatch):
+    """Grid y and z are capped (65535 blocks on a GPU): blocks then loop over further row
+    tiles and batch entries. Caps of 2 make 5 row tiles and 3 batch entries loop here."""
+    from minigrad.kernels.cuda import gemm
+
+    monkeypatch.setattr(gemm, "MAX_GRID_Y", 2)
+    monkeypatch.setattr(gemm, "MAX_GRID_Z", 2)
+    a = _normal(6, (3, 70, 20), np.float64)
+    b = _normal(7, (3, 20, 9), np.float64)
+    np.testing.assert_allclose(gpu_kernels.matmul(a, b), a @ b, rtol=1e-12)

@@ -59,8 +59,7 @@ def make_tensor(array, requires_grad: bool = False, layout: str = "contiguous",
     if device == "cpu":
         data = host
     else:
-        data = _with_layout(mg.backend.to_device(np.ascontiguousarray(array),
-                                                 mg.Device(device)), layout)
+        data = _with_layout(mg.backend.to_device(array, mg.Device(device)), layout)
     t = constant(data)
     if requires_grad:
         t.requires_grad_(True)

@@ -263,7 +263,7 @@ def test_unknown_device_and_dtype():
         mg.tensor(np.ones(2, dtype=np.complex128))
 
 
-@pytest.mark.skipif(mg.backend.is_cuda_available(), reason="CUDA is available here")
+@pytest.mark.usefixtures("without_cuda")
 def test_gpu_without_cuda_is_a_clear_error():
     with raises(RuntimeError, "gpu", "CUDA is not available"):
         mg.ones(3, device="gpu")

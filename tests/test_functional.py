@@ -1,8 +1,10 @@
 """Gradient checks of every nn.functional op on hypothesis-drawn float64 inputs from the
 op's domain: full Jacobians against finite differences (gradcheck) and, where cheap,
-second derivatives with random upstream gradients (gradgradcheck)."""
+second derivatives with random upstream gradients (gradgradcheck). Tensors are made on
+MINIGRAD_TEST_DEVICE (see conftest.py)."""
 import numpy as np
 import pytest
+from helpers import test_device
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,20 +12,26 @@ import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad.autograd import gradcheck, gradgradcheck
 
+pytestmark = pytest.mark.device
+DEVICE = test_device()
 checks = settings(max_examples=6, deadline=None)
 seeds = st.integers(0, 2**16)
 small = st.integers(1, 3)
 
 
+def _tensor(data, **kwargs) -> mg.Tensor:
+    return mg.tensor(data, device=DEVICE, **kwargs)
+
+
 def _leaf(rng, *shape, scale=1.0):
-    return mg.tensor(rng.standard_normal(shape) * scale, dtype=mg.float64, requires_grad=True)
+    return _tensor(rng.standard_normal(shape) * scale, dtype=mg.float64, requires_grad=True)
 
 
 def _away_from_zero(rng, *shape):
     """Values with |x| in [0.1, 2]: relu's kink at 0 is outside the finite differences."""
     magnitude = rng.uniform(0.1, 2.0, shape)
     sign = rng.choice([-1.0, 1.0], shape)
-    return mg.tensor(magnitude * sign, dtype=mg.float64, requires_grad=True)
+    return _tensor(magnitude * sign, dtype=mg.float64, requires_grad=True)
 
 
 @checks
@@ -93,7 +101,7 @@ def test_layer_norm(seed, rows, width, trailing, affine):
 def test_embedding(seed, vocabulary):
     rng = np.random.default_rng(seed)
     weight = _leaf(rng, vocabulary, 3)
-    ids = mg.tensor(rng.integers(0, vocabulary, size=(2, 3)))
+    ids = _tensor(rng.integers(0, vocabulary, size=(2, 3)))
     assert gradcheck(lambda w: F.embedding(ids, w), (weight,))
     assert gradgradcheck(lambda w: F.embedding(ids, w), (weight,))
 
@@ -103,8 +111,8 @@ def test_embedding_padding_row_gets_no_gradient():
     the output depends on it. Every other row gets the ordinary gradient."""
     rng = np.random.default_rng(0)
     weight = _leaf(rng, 4, 3)
-    ids = mg.tensor([[0, 2, 2], [3, 0, 2]])
-    upstream = mg.tensor(rng.standard_normal((2, 3, 3)), dtype=mg.float64)
+    ids = _tensor([[0, 2, 2], [3, 0, 2]])
+    upstream = _tensor(rng.standard_normal((2, 3, 3)), dtype=mg.float64)
     F.embedding(ids, weight).backward(upstream)
     expected = weight.grad.numpy().copy()
     expected[2] = 0
@@ -123,8 +131,8 @@ def test_cross_entropy(seed, rows, classes, reduction, smoothing, weighted, spat
     target_shape = (rows, 2) if spatial else (rows,)
     target = rng.integers(0, classes, size=target_shape)
     target.reshape(-1)[-1] = -100  # one ignored position (rows=1, not spatial: all ignored)
-    target = mg.tensor(target)
-    weight = mg.tensor(rng.uniform(0.5, 2.0, classes), dtype=mg.float64) if weighted else None
+    target = _tensor(target)
+    weight = _tensor(rng.uniform(0.5, 2.0, classes), dtype=mg.float64) if weighted else None
 
     def loss(t):
         return F.cross_entropy(t, target, weight, reduction=reduction,
@@ -141,7 +149,7 @@ def test_cross_entropy(seed, rows, classes, reduction, smoothing, weighted, spat
 def test_nll_loss(seed, rows, classes, reduction):
     rng = np.random.default_rng(seed)
     logp = _leaf(rng, rows, classes)
-    target = mg.tensor(rng.integers(0, classes, size=rows))
+    target = _tensor(rng.integers(0, classes, size=rows))
     assert gradcheck(lambda t: F.nll_loss(t, target, reduction=reduction), (logp,))
 
 
@@ -150,8 +158,8 @@ def test_nll_loss(seed, rows, classes, reduction):
 def test_mse_loss(seed, rows, cols, reduction):
     rng = np.random.default_rng(seed)
     a, b = _leaf(rng, rows, cols), _leaf(rng, rows, cols)
-    assert gradcheck(lambda x, y: F.mse_loss(x, y, reduction), (a, b))
-    assert gradgradcheck(lambda x, y: F.mse_loss(x, y, reduction), (a, b))
+    assert gradcheck(lambda x, y: F.mse_loss(x, y, reduction=reduction), (a, b))
+    assert gradgradcheck(lambda x, y: F.mse_loss(x, y, reduction=reduction), (a, b))
 
 
 @checks
@@ -162,9 +170,9 @@ def test_scaled_dot_product_attention(seed, queries, keys, mask_kind):
     q, k, v = _leaf(rng, 2, queries, 3), _leaf(rng, 2, keys, 3), _leaf(rng, 2, keys, 2)
     mask = None
     if mask_kind == "bool":
-        mask = mg.tensor(rng.random((queries, keys)) > 0.4)  # rows may be fully masked
+        mask = _tensor(rng.random((queries, keys)) > 0.4)  # rows may be fully masked
     elif mask_kind == "float":
-        mask = mg.tensor(rng.standard_normal((queries, keys)), dtype=mg.float64)
+        mask = _tensor(rng.standard_normal((queries, keys)), dtype=mg.float64)
 
     def attend(*qkv):
         return F.scaled_dot_product_attention(*qkv, attn_mask=mask,
@@ -179,9 +187,9 @@ def test_fully_masked_attention_row_is_zero_in_forward_and_backward():
     q, k, v = _leaf(rng, 3, 4), _leaf(rng, 5, 4), _leaf(rng, 5, 2)
     allowed = np.ones((3, 5), dtype=bool)
     allowed[1] = False
-    out, weights = F.attention(q, k, v, mg.tensor(allowed))
+    out, weights = F.attention(q, k, v, _tensor(allowed))
     assert np.all(out.numpy()[1] == 0) and np.all(weights.numpy()[1] == 0)
-    out.backward(mg.tensor(rng.standard_normal(out.shape), dtype=mg.float64))
+    out.backward(_tensor(rng.standard_normal(out.shape), dtype=mg.float64))
     for t in (q, k, v):
         assert np.all(np.isfinite(t.grad.numpy()))
     assert np.all(q.grad.numpy()[1] == 0)
@@ -198,7 +206,7 @@ def test_attention_returns_weights_that_sum_to_one():
 
 def test_dropout_scales_survivors_and_is_identity_in_eval():
     mg.manual_seed(0)
-    x = mg.ones(1000)
+    x = mg.ones(1000, device=DEVICE)
     out = F.dropout(x, 0.25).numpy()
     assert set(np.unique(out)) <= {0.0, np.float32(1 / 0.75)}
     assert abs((out == 0).mean() - 0.25) < 0.06
@@ -206,12 +214,15 @@ def test_dropout_scales_survivors_and_is_identity_in_eval():
 
 
 @pytest.mark.parametrize("bad", [
-    lambda: F.cross_entropy(mg.randn(3, 4), mg.tensor([0, 1])),
-    lambda: F.cross_entropy(mg.randn(3, 4), mg.tensor([0, 1, 7])),
-    lambda: F.cross_entropy(mg.randn(3, 4), mg.tensor([0, 1, 2]), reduction="avg"),
-    lambda: F.embedding(mg.tensor([5]), mg.randn(3, 2)),
-    lambda: F.layer_norm(mg.randn(3, 4), (3,)),
-    lambda: F.scaled_dot_product_attention(mg.randn(2, 3), mg.randn(2, 4), mg.randn(2, 4)),
+    lambda: F.cross_entropy(mg.randn(3, 4, device=DEVICE), _tensor([0, 1])),
+    lambda: F.cross_entropy(mg.randn(3, 4, device=DEVICE), _tensor([0, 1, 7])),
+    lambda: F.cross_entropy(mg.randn(3, 4, device=DEVICE), _tensor([0, 1, 2]),
+                            reduction="avg"),
+    lambda: F.embedding(_tensor([5]), mg.randn(3, 2, device=DEVICE)),
+    lambda: F.layer_norm(mg.randn(3, 4, device=DEVICE), (3,)),
+    lambda: F.scaled_dot_product_attention(mg.randn(2, 3, device=DEVICE),
+                                           mg.randn(2, 4, device=DEVICE),
+                                           mg.randn(2, 4, device=DEVICE)),
 ])
 def test_misuse_raises_clear_errors(bad):
     with pytest.raises((RuntimeError, ValueError, IndexError, TypeError)):

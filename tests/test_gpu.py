@@ -1,8 +1,10 @@
 """The GPU backend: devices, moving tensors, modules, optimizers and checkpoints on the GPU,
 every op family on the GPU against the CPU, and the numba.cuda kernels on CuPy arrays.
 
-Without CUDA the GPU tests skip with the reason (CuPy missing, no driver, no device);
-the tests of what a machine without CUDA must do run everywhere.
+Without CUDA the GPU tests skip with the reason (CuPy missing, no driver, no device),
+unless MINIGRAD_FAKE_GPU=1 runs them on the CuPy stand-in (with NUMBA_ENABLE_CUDASIM=1
+for the numba.cuda kernels); the tests of what a machine without CUDA must do run
+everywhere, the stand-in switched off for them.
 """
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from minigrad import kernels, nn, optim
 requires_cuda = pytest.mark.skipif(
     not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
 )
-without_cuda = pytest.mark.skipif(mg.cuda.is_available(), reason="CUDA is available here")
 
 # ----------------------------------------------------------------------------- everywhere
 
@@ -39,7 +40,7 @@ def test_device_names_and_aliases():
         mg.zeros(2, device="tpu")
 
 
-@without_cuda
+@pytest.mark.usefixtures("without_cuda")
 @pytest.mark.parametrize("device", ["gpu", "cuda", "cuda:0"])
 def test_asking_for_the_gpu_without_cuda_raises_one_clear_line(device):
     with pytest.raises(RuntimeError, match="CUDA is not available") as info:
@@ -50,7 +51,7 @@ def test_asking_for_the_gpu_without_cuda_raises_one_clear_line(device):
         mg.tensor([1.0]).to(device)
 
 
-@without_cuda
+@pytest.mark.usefixtures("without_cuda")
 def test_cuda_namespace_without_cuda():
     assert mg.cuda.is_available() is False
     assert mg.cuda.device_count() == 0
@@ -258,9 +259,9 @@ def test_op_on_gpu_matches_cpu(name, function, arrays):
 
 @requires_cuda
 def test_second_derivative_on_gpu_matches_cpu():
-    results = []
+    values, results = _normal(2, 5), []
     for device in ("cpu", "gpu"):
-        x = mg.tensor(_normal(2, 5), device=device, requires_grad=True)
+        x = mg.tensor(values, device=device, requires_grad=True)
         weights = mg.tensor(np.linspace(-1, 1, 10, dtype=np.float32).reshape(2, 5),
                             device=device)
         (grad,) = mg.autograd.grad((x.softmax(-1) * weights).sum(), x, create_graph=True)
@@ -421,10 +422,10 @@ def test_kernel_mode_numba_selects_the_gpu_kernels_only_for_cupy_float_arrays():
         assert not gpu_kernels.eligible(np.ones((2, 3), np.float32))
     with kernels.mode("auto"):
         assert not gpu_kernels.eligible(cp.ones((2, 3), np.float32))
-    grads = []
+    values, grads = _normal(4, 6), []
     with kernels.mode("numba"):
         for device in ("cpu", "gpu"):
-            x = mg.tensor(_normal(4, 6), device=device, requires_grad=True)
+            x = mg.tensor(values, device=device, requires_grad=True)
             (x.softmax(-1) * mg.arange(6, device=device)).sum().backward()
             grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)

@@ -1,9 +1,10 @@
 """The Transformer in models/: shapes, masks (causality, padding), gradients, training,
-and the KV cache of incremental decoding."""
+and the KV cache of incremental decoding, on MINIGRAD_TEST_DEVICE (see conftest.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import test_device
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -11,6 +12,8 @@ from minigrad import optim
 from minigrad.autograd import gradcheck
 from models import MultiHeadAttention, PositionalEncoding, Transformer
 
+pytestmark = pytest.mark.device
+DEVICE = test_device()
 PAD, BOS, EOS = 0, 1, 2
 
 
@@ -20,11 +23,11 @@ def small_model(norm_first: bool = False, seed: int = 0, **kwargs) -> Transforme
     settings = dict(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
                     dim_feedforward=32, dropout=0.0, norm_first=norm_first, pad_id=PAD)
     settings.update(kwargs)
-    return Transformer(11, 13, **settings).to(mg.float64).eval()
+    return Transformer(11, 13, **settings).to(mg.float64).to(DEVICE).eval()
 
 
 def tokens(rows) -> mg.Tensor:
-    return mg.tensor(rows, dtype=mg.int64)
+    return mg.tensor(rows, dtype=mg.int64, device=DEVICE)
 
 
 SRC = [[3, 4, 5, 6, 7], [8, 9, 10, PAD, PAD]]
@@ -116,7 +119,7 @@ def test_gradcheck_tiny_model():
     """float64 gradients of every logit w.r.t. parameters from each kind of sub-layer."""
     mg.manual_seed(3)
     model = Transformer(5, 6, d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
-                        dim_feedforward=12, dropout=0.0).to(mg.float64)
+                        dim_feedforward=12, dropout=0.0).to(mg.float64).to(DEVICE)
     src, tgt = tokens([[3, 4, PAD]]), tokens([[BOS, 4, 3]])
     checked = [
         model.encoder.layers[0].self_attn.w_q.weight,
@@ -133,7 +136,7 @@ def test_overfits_one_batch():
     """Adam drives the cross-entropy of one small batch below 0.05 in 80 steps."""
     mg.manual_seed(0)
     model = Transformer(11, 13, d_model=32, nhead=4, num_encoder_layers=1,
-                        num_decoder_layers=1, dim_feedforward=64, dropout=0.0)
+                        num_decoder_layers=1, dim_feedforward=64, dropout=0.0).to(DEVICE)
     rng = np.random.default_rng(0)
     src = tokens(rng.integers(3, 11, size=(8, 6)).tolist())
     target = rng.integers(3, 13, size=(8, 6))
@@ -178,8 +181,8 @@ def test_cached_decoding_matches_full_prefix(norm_first):
 
 
 def test_positional_encoding_offset():
-    encoding = PositionalEncoding(8, max_len=20, dropout=0.0)
-    x = mg.zeros(1, 6, 8)
+    encoding = PositionalEncoding(8, max_len=20, dropout=0.0).to(DEVICE)
+    x = mg.zeros(1, 6, 8, device=DEVICE)
     full = encoding(x).numpy()
     np.testing.assert_array_equal(encoding(x[:, 4:], offset=4).numpy(), full[:, 4:])
     np.testing.assert_allclose(full[0, 0], [0, 1] * 4)  # sin(0), cos(0)

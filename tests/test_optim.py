@@ -1,22 +1,31 @@
 """Optimizers and schedules: update rules on hand-checkable cases, param groups,
-state_dict round trips, zero_grad, and the warmup schedule's formula."""
+state_dict round trips, zero_grad, and the warmup schedule's formula. Parameters and
+gradients live on MINIGRAD_TEST_DEVICE (see conftest.py)."""
 import math
 
 import numpy as np
 import pytest
+from helpers import test_device
 
 import minigrad as mg
 from minigrad import nn, optim
 from minigrad.optim.lr_scheduler import LambdaLR, NoamLR, StepLR
 
+pytestmark = pytest.mark.device
+DEVICE = test_device()
+
+
+def _tensor(values) -> mg.Tensor:
+    return mg.tensor(values, device=DEVICE)
+
 
 def _param(values):
-    return nn.Parameter(mg.tensor(values))
+    return nn.Parameter(_tensor(values))
 
 
 def test_sgd_plain_step():
     p = _param([1.0, 2.0])
-    p.grad = mg.tensor([0.5, -1.0])
+    p.grad = _tensor([0.5, -1.0])
     optim.SGD([p], lr=0.1).step()
     np.testing.assert_allclose(p.numpy(), [0.95, 2.1])
 
@@ -25,7 +34,7 @@ def test_sgd_momentum_buffer_starts_at_the_gradient():
     p = _param([0.0])
     opt = optim.SGD([p], lr=1.0, momentum=0.5, dampening=0.5)
     for _ in range(2):
-        p.grad = mg.tensor([1.0])
+        p.grad = _tensor([1.0])
         opt.step()
     # buffer: 1, then 0.5 * 1 + 0.5 * 1 = 1 -> p = -1 - 1
     np.testing.assert_allclose(p.numpy(), [-2.0])
@@ -33,7 +42,7 @@ def test_sgd_momentum_buffer_starts_at_the_gradient():
 
 def test_adam_first_step_is_lr_times_sign():
     p = _param([1.0, -1.0])
-    p.grad = mg.tensor([3.0, -0.01])
+    p.grad = _tensor([3.0, -0.01])
     optim.Adam([p], lr=0.1).step()
     # bias-corrected m / sqrt(v) = sign(g) on the first step
     np.testing.assert_allclose(p.numpy(), [0.9, -0.9], rtol=1e-5)
@@ -41,14 +50,14 @@ def test_adam_first_step_is_lr_times_sign():
 
 def test_adamw_decays_weights_without_gradient_signal():
     p = _param([2.0])
-    p.grad = mg.tensor([0.0])
+    p.grad = _tensor([0.0])
     optim.AdamW([p], lr=0.1, weight_decay=0.5).step()
     np.testing.assert_allclose(p.numpy(), [2.0 * (1 - 0.05)], rtol=1e-6)
 
 
 def test_parameters_without_grad_are_skipped_and_step_builds_no_graph():
     a, b = _param([1.0]), _param([1.0])
-    a.grad = mg.tensor([1.0])
+    a.grad = _tensor([1.0])
     opt = optim.Adam([a, b], lr=0.1)
     opt.step()
     assert b.numpy()[0] == 1.0 and a.numpy()[0] != 1.0
@@ -58,7 +67,7 @@ def test_parameters_without_grad_are_skipped_and_step_builds_no_graph():
 def test_param_groups_with_own_hyperparameters():
     a, b = _param([1.0]), _param([1.0])
     opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 1.0}], lr=0.1)
-    a.grad, b.grad = mg.tensor([1.0]), mg.tensor([1.0])
+    a.grad, b.grad = _tensor([1.0]), _tensor([1.0])
     opt.step()
     np.testing.assert_allclose([a.item(), b.item()], [0.9, 0.0])
     c = _param([0.0])
@@ -70,7 +79,7 @@ def test_param_groups_with_own_hyperparameters():
 
 def test_zero_grad():
     p = _param([1.0])
-    p.grad = mg.tensor([2.0])
+    p.grad = _tensor([2.0])
     opt = optim.SGD([p], lr=0.1)
     opt.zero_grad(set_to_none=False)
     assert p.grad.item() == 0.0
@@ -82,7 +91,7 @@ def _train(opt, params, steps, seed=0):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
         for p in params:
-            p.grad = mg.tensor(rng.standard_normal(p.shape).astype(np.float32))
+            p.grad = _tensor(rng.standard_normal(p.shape).astype(np.float32))
         opt.step()
 
 
@@ -93,12 +102,12 @@ def _train(opt, params, steps, seed=0):
 ])
 def test_state_dict_round_trip_continues_identically(make):
     initial = [np.ones((2, 3), np.float32), np.zeros(3, np.float32)]
-    params = [nn.Parameter(mg.tensor(a)) for a in initial]
+    params = [nn.Parameter(_tensor(a)) for a in initial]
     opt = make(params)
     _train(opt, params, 3)
     saved = opt.state_dict()
     assert sorted(saved["state"]) == [0, 1] and saved["param_groups"][0]["params"] == [0, 1]
-    copies = [nn.Parameter(mg.tensor(p.numpy())) for p in params]
+    copies = [nn.Parameter(_tensor(p.numpy())) for p in params]
     resumed = make(copies)
     resumed.load_state_dict(saved)
     _train(opt, params, 2, seed=1)

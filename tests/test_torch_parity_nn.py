@@ -156,7 +156,7 @@ def test_nll_and_mse_match_torch(reduction):
     _close(logp.grad, logp_t.grad)
     a, a_t = _pair(rng.standard_normal((3, 4)))
     b, b_t = _pair(rng.standard_normal((3, 4)))
-    out, out_t = F.mse_loss(a, b, reduction), TF.mse_loss(a_t, b_t, reduction=reduction)
+    out, out_t = F.mse_loss(a, b, reduction=reduction), TF.mse_loss(a_t, b_t, reduction=reduction)
     _close(out, out_t)
     _backward_both(out, out_t, rng)
     _close(a.grad, a_t.grad)

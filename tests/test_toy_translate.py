@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import minigrad as mg
 from train.loop import batch_stream, epoch_batches
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +87,7 @@ def test_translate_without_a_checkpoint_says_so(tmp_path):
     assert "no checkpoint" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.skipif(mg.cuda.is_available(), reason="this machine has CUDA")
+@pytest.mark.usefixtures("without_cuda")
 def test_gpu_without_cuda_exits_2_with_one_line(tmp_path):
     result = run_cli("--device", "gpu", "--out-dir", str(tmp_path))
     assert result.returncode == 2

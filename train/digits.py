@@ -28,7 +28,8 @@ import numpy as np
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import optim
-from train.standin import CosineAnnealingLR, DataLoader, TensorDataset
+from minigrad.optim.lr_scheduler import CosineAnnealingLR
+from train.standin import DataLoader, TensorDataset
 
 IMAGE_SIZE = 8
 CLASSES = 10

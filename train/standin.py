@@ -1,15 +1,11 @@
-"""TensorDataset, DataLoader and CosineAnnealingLR with PyTorch's names and signatures, as
-far as train.digits uses them (minigrad.utils.data and
-minigrad.optim.lr_scheduler.CosineAnnealingLR have the full versions)."""
+"""TensorDataset and DataLoader with the names and signatures of PyTorch's
+torch.utils.data, as far as train.digits uses them."""
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import numpy as np
 
-from minigrad.optim.lr_scheduler import LRScheduler
-from minigrad.optim.optimizer import Optimizer
 from minigrad.tensor import Tensor
 
 
@@ -46,16 +42,3 @@ class DataLoader:
 
     def __len__(self) -> int:
         return -(-len(self.dataset) // self.batch_size)
-
-
-class CosineAnnealingLR(LRScheduler):
-    """lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * last_epoch / T_max)) / 2."""
-
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
-                 last_epoch: int = -1) -> None:
-        self.T_max, self.eta_min = T_max, eta_min
-        super().__init__(optimizer, last_epoch)
-
-    def get_lr(self) -> list[float]:
-        cosine = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-        return [self.eta_min + (base - self.eta_min) * cosine for base in self.base_lrs]

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 
 import numpy as np
+
+FAKE_GPU_ENV = "MINIGRAD_FAKE_GPU"
 
 _ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu", "cuda:0": "gpu", "gpu:0": "gpu"}
 
@@ -57,10 +61,28 @@ def as_device(device) -> Device:
     return GPU
 
 
+def fake_gpu_requested() -> bool:
+    """True when MINIGRAD_FAKE_GPU asks for the CuPy stand-in (minigrad.testing.fake_cupy)
+    as the "gpu" device."""
+    return os.environ.get(FAKE_GPU_ENV, "").strip() not in ("", "0")
+
+
 @functools.lru_cache(maxsize=1)
 def _probe_cuda() -> tuple:
     """(the cupy module, "") when CuPy imports and sees a GPU, else (None, why not).
-    Checked once per process; importing minigrad never runs it."""
+    Checked once per process; importing minigrad never runs it. Under MINIGRAD_FAKE_GPU=1
+    the module is the CuPy stand-in, and the first use says so on stderr."""
+    if fake_gpu_requested():
+        from minigrad.testing import fake_cupy
+
+        if os.environ.get("NUMBA_ENABLE_CUDASIM", "").strip() not in ("", "0"):
+            # the Numba CUDA kernels then launch on stand-in arrays in the simulator
+            from minigrad.testing import cuda_simulator
+
+            cuda_simulator.install()
+        print(f"minigrad: {FAKE_GPU_ENV}=1: device 'gpu' is a NumPy-backed CuPy stand-in; "
+              "no GPU is used", file=sys.stderr)
+        return fake_cupy, ""
     try:
         import cupy
     except ImportError:
@@ -97,6 +119,18 @@ def require_cuda():
     if cupy is None:
         raise RuntimeError(f"device 'gpu' requested but CUDA is not available here: {reason}")
     return cupy
+
+
+def cupyx_special():
+    """cupyx.scipy.special, for the special functions of GPU arrays (the stand-in's
+    under MINIGRAD_FAKE_GPU=1)."""
+    if fake_gpu_requested():
+        from minigrad.testing import fake_cupyx
+
+        return fake_cupyx.scipy.special
+    import cupyx.scipy.special
+
+    return cupyx.scipy.special
 
 
 def array_module(array):

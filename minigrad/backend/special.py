@@ -5,6 +5,8 @@ import functools
 
 import numpy as np
 
+from minigrad.backend.device import cupyx_special
+
 
 @functools.lru_cache(maxsize=1)
 def _numba_erf():
@@ -21,12 +23,12 @@ def _numba_erf():
 
 
 def erf(x):
-    """The error function erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt, elementwise."""
+    """The error function erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt, elementwise,
+    in x's dtype."""
+    if x.dtype == np.float16:
+        # computed in float32: Numba's ufunc has no float16 loop, and cupyx's erf would
+        # return float64 (its type map sends 'e' to 'd')
+        return erf(x.astype(np.float32)).astype(np.float16)
     if isinstance(x, (np.ndarray, np.generic)):  # a 0-d product is a NumPy scalar
-        x = np.asarray(x)
-        if x.dtype == np.float16:
-            return _numba_erf()(x.astype(np.float32)).astype(np.float16)
-        return _numba_erf()(x)
-    import cupyx.scipy.special
-
-    return cupyx.scipy.special.erf(x)
+        return _numba_erf()(np.asarray(x))
+    return cupyx_special().erf(x)

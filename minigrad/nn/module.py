@@ -1,6 +1,7 @@
 """Module: the base class of every layer. It registers the parameters, buffers and
 submodules assigned to it as attributes, and walks them for parameters(), state_dict(),
-to(), train()/eval() and repr, with PyTorch's names and dotted naming."""
+to(), train()/eval() and repr, with PyTorch's names and dotted naming; calling it runs
+forward() and any forward hooks (nn/hooks.py)."""
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterator
 from minigrad import dtypes
 from minigrad.autograd import no_grad
 from minigrad.backend import as_device, to_device
+from minigrad.nn.hooks import ForwardHooks
 from minigrad.nn.parameter import Parameter
 from minigrad.nn.utils import zero_grads
 from minigrad.tensor import Tensor
@@ -16,9 +18,9 @@ from minigrad.tensor import Tensor
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
-class Module:
+class Module(ForwardHooks):
     """Base class of layers and models: subclasses set attributes in __init__ and
-    define forward(); calling the module calls forward."""
+    define forward(); calling the module calls forward (and its forward hooks)."""
 
     training: bool
 
@@ -28,11 +30,14 @@ class Module:
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
+        self._init_forward_hooks()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._forward_hooks or self._forward_pre_hooks:
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ------------------------------------------------------------------ registration
@@ -93,8 +98,10 @@ class Module:
         return found
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Register `param` (or None: a declared but absent parameter) as `name`."""
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None")
+        self._check_new_name(name, "_parameters", "register_parameter")
         self._forget(name)
         self._parameters[name] = param
 
@@ -103,30 +110,50 @@ class Module:
         persistent=False, moved by to(), never given to an optimizer)."""
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None")
+        self._check_new_name(name, "_buffers", "register_buffer")
         self._forget(name)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Register `module` (or None) as the child `name`, as attribute assignment does."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"add_module: {name!r} must be a Module or None")
+            raise TypeError(f"add_module: {name!r} must be a Module or None, got "
+                            f"{type(module).__name__}")
+        self._check_new_name(name, "_modules", "add_module")
         self._forget(name)
         self._modules[name] = module
 
     register_module = add_module
 
+    def _check_new_name(self, name: str, registry: str, op: str) -> None:
+        """PyTorch's rules: a non-empty string without dots, not already an attribute of
+        another kind (re-registering in the same registry replaces the entry)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{op}: the name must be a string, got {type(name).__name__}")
+        if name == "" or "." in name:
+            raise KeyError(f"{op}: the name must be non-empty and contain no '.', got {name!r}")
+        if hasattr(self, name) and name not in getattr(self, registry):
+            raise KeyError(f"{op}: attribute {name!r} already exists on "
+                           f"{type(self).__name__}")
+
     # ------------------------------------------------------------------ traversal
-    def named_modules(self, prefix: str = "", memo: set | None = None) -> Iterator:
-        """(dotted name, module) for self and every submodule, each module once."""
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator:
+        """(dotted name, module) for self and every submodule, depth first. A module
+        reachable twice is listed once unless remove_duplicate=False; `memo` is a set of
+        modules to skip (it collects the modules listed)."""
         memo = set() if memo is None else memo
-        if id(self) in memo:
+        if self in memo:
             return
-        memo.add(id(self))
+        if remove_duplicate:
+            memo.add(self)
         yield prefix, self
         for name, module in self._modules.items():
             if module is not None:
-                yield from module.named_modules(f"{prefix}.{name}" if prefix else name, memo)
+                yield from module.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                                remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
@@ -143,40 +170,78 @@ class Module:
         for _, module in self.named_children():
             yield module
 
-    def _named_members(self, registry: str, prefix: str, recurse: bool) -> Iterator:
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool = True) -> Iterator:
         seen = set()
-        modules = self.named_modules(prefix) if recurse else [(prefix, self)]
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
         for module_prefix, module in modules:
             for name, value in getattr(module, registry).items():
                 if value is None or id(value) in seen:
                     continue
-                seen.add(id(value))
+                if remove_duplicate:
+                    seen.add(id(value))
                 yield (f"{module_prefix}.{name}" if module_prefix else name), value
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator:
-        yield from self._named_members("_parameters", prefix, recurse)
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator:
+        """(dotted name, parameter) pairs; a shared parameter once unless
+        remove_duplicate=False; only this module's own with recurse=False."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, param in self.named_parameters(recurse=recurse):
             yield param
 
-    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator:
-        yield from self._named_members("_buffers", prefix, recurse)
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator:
+        """(dotted name, buffer) pairs, as named_parameters."""
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, buffer in self.named_buffers(recurse=recurse):
             yield buffer
 
     def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path `target` ("" is self), e.g. "encoder.layers.0"."""
         module = self
         for part in target.split(".") if target else []:
-            if part not in module._modules:
-                raise AttributeError(f"{type(module).__name__} has no submodule {part!r}")
-            module = module._modules[part]
+            if not hasattr(module, part):
+                raise AttributeError(f"get_submodule({target!r}): {type(module).__name__} has "
+                                     f"no attribute {part!r}")
+            module = getattr(module, part)
+            if not isinstance(module, Module):
+                raise AttributeError(f"get_submodule({target!r}): {part!r} is a "
+                                     f"{type(module).__name__}, not a Module")
         return module
 
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path `target`, e.g. "encoder.layers.0.linear.weight"."""
+        module, name = self._owner_of(target, "get_parameter")
+        if not isinstance(module._parameters.get(name), Parameter):
+            raise AttributeError(f"get_parameter({target!r}): {name!r} is not a parameter of "
+                                 f"{type(module).__name__}")
+        return module._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path `target`."""
+        module, name = self._owner_of(target, "get_buffer")
+        if module._buffers.get(name) is None:
+            raise AttributeError(f"get_buffer({target!r}): {name!r} is not a buffer of "
+                                 f"{type(module).__name__}")
+        return module._buffers[name]
+
+    def _owner_of(self, target: str, op: str) -> tuple[Module, str]:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{op}({target!r}): {type(module).__name__} has no attribute "
+                                 f"{name!r}")
+        return module, name
+
     def apply(self, fn: Callable[[Module], None]) -> Module:
-        """Call fn on every submodule (children first) and then on self."""
+        """Call fn on every submodule (children first, depth first) and then on self;
+        returns self (e.g. model.apply(init_weights))."""
         for module in self.children():
             module.apply(fn)
         fn(self)
@@ -192,6 +257,7 @@ class Module:
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set requires_grad on every parameter (False freezes the module); returns self."""
         for param in self.parameters():
             param.requires_grad_(requires_grad)
         return self
@@ -291,13 +357,16 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        lines = [line for line in self.extra_repr().split("\n") if line]
-        for name, module in self._modules.items():
-            body = repr(module).replace("\n", "\n  ")
-            lines.append(f"({name}): {body}")
-        if not self._modules:
-            return f"{type(self).__name__}({', '.join(lines)})"
-        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
+        """PyTorch's layout: Name(extra_repr) for a leaf, else one indented line per
+        extra_repr line and per child."""
+        extra_lines = self.extra_repr().split("\n") if self.extra_repr() else []
+        child_lines = [f"({name}): " + repr(module).replace("\n", "\n  ")
+                       for name, module in self._modules.items()]
+        if len(extra_lines) == 1 and not child_lines:
+            return f"{type(self).__name__}({extra_lines[0]})"
+        lines = extra_lines + child_lines
+        body = "\n  " + "\n  ".join(lines) + "\n" if lines else ""
+        return f"{type(self).__name__}({body})"
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import MODES
-from minigrad.backend import array_module, to_device
+from minigrad.backend import array_module, device_of, to_device
 from minigrad.tensor_base import TensorBase
 
 if TYPE_CHECKING:
@@ -54,8 +56,11 @@ class IndexAdd(Function):
 
 def getitem(x: Tensor, index) -> Tensor:
     index = _to_array_index(index, x)
+    basic = _is_basic(index)
+    if not basic:
+        _check_index_arrays_in_range(index, x)
     try:
-        function = GetItem if _is_basic(index) else GatherItem
+        function = GetItem if basic else GatherItem
         return function.apply(x, index=index)
     except RuntimeError as exc:
         raise IndexError(
@@ -65,10 +70,13 @@ def getitem(x: Tensor, index) -> Tensor:
 
 
 def setitem_(x: Tensor, index, value) -> None:
-    """x[index] = value, in place."""
+    """x[index] = value, in place (a value on another device is copied over, as copy_
+    does)."""
     _check_inplace(x, "setitem")
     index = _to_array_index(index, x)
-    value = value.data if isinstance(value, TensorBase) else value
+    if not _is_basic(index):
+        _check_index_arrays_in_range(index, x)
+    value = _operand(value, x, "setitem", copies=True)
     try:
         x.data[index] = value
     except (IndexError, ValueError) as exc:
@@ -83,7 +91,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
     """Apply an in-place update to x's array and bump its version (see Tensor.add_)."""
     _check_inplace(x, op + "_")
     xp = x.xp
-    operand = value.data if isinstance(value, TensorBase) else value
+    operand = _operand(value, x, op + "_", copies=op in ("copy", "masked_fill"))
     data = x.data
     try:
         if op == "add":
@@ -97,7 +105,7 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
         elif op == "copy":
             data[...] = operand
         elif op == "masked_fill":
-            mask_array = mask.data if isinstance(mask, TensorBase) else mask
+            mask_array = _operand(mask, x, "masked_fill_", copies=False, what="the mask")
             data[...] = xp.where(mask_array, operand, data)
         elif op == "clamp":
             xp.clip(data, low, high, out=data)
@@ -108,6 +116,27 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
         ) from exc
     x._version[0] += 1
     return x
+
+
+def _operand(value, x: Tensor, op: str, copies: bool, what: str = "the value"):
+    """The raw array (or Python scalar) of an in-place update of x. An array on another
+    device is copied to x's when the update writes it (copy_, x[i] = v: PyTorch copies
+    across devices there) and refused, naming both devices, when it is combined with x
+    (add_, a mask). Lists become arrays on x's device."""
+    array = value.data if isinstance(value, TensorBase) else value
+    if isinstance(array, (list, tuple)):
+        return x.xp.asarray(array)
+    if not hasattr(array, "shape") or isinstance(array, np.generic):
+        return array  # a Python or NumPy scalar
+    source = device_of(array)
+    if source == x.device:
+        return array
+    if copies:
+        return to_device(array, x.device)
+    raise RuntimeError(
+        f"{op}: expected all tensors on the same device, got the tensor on {x.device} "
+        f"and {what} on {source}"
+    )
 
 
 def _check_inplace(x: Tensor, op: str) -> None:
@@ -138,6 +167,41 @@ def _index_part(part, x: Tensor):
     if isinstance(part, list):
         return x.xp.asarray(part)
     return part
+
+
+def _check_index_arrays_in_range(index, x: Tensor) -> None:
+    """Raise IndexError, with NumPy's message, for an integer-array index out of range.
+    NumPy checks itself; CuPy wraps such indices around instead, so on the GPU the check
+    is made here (one device sync per index array)."""
+    if x.data.__class__ is np.ndarray:
+        return
+    parts = index if isinstance(index, tuple) else (index,)
+    explicit = sum(_dims_indexed(p) for p in parts)
+    axis = 0
+    for part in parts:
+        if part is Ellipsis:
+            axis += x.ndim - explicit
+            continue
+        is_array = hasattr(part, "dtype") and not isinstance(part, np.generic)
+        if is_array and part.dtype.kind in "iu" and axis < x.ndim:
+            size = x.shape[axis]
+            outside = (part < -size) | (part >= size)
+            if bool(outside.any()):
+                raise IndexError(
+                    f"index {_describe(index)} is out of range or invalid for a tensor of "
+                    f"shape {tuple(x.shape)}: index {int(part[outside][0])} is out of bounds "
+                    f"for axis {axis} with size {size}"
+                )
+        axis += _dims_indexed(part)
+
+
+def _dims_indexed(part) -> int:
+    """How many dims of the indexed tensor an index part consumes."""
+    if part is None or part is Ellipsis:
+        return 0
+    if getattr(part, "dtype", None) is not None and part.dtype.kind == "b":
+        return part.ndim
+    return 1
 
 
 def _is_basic(index) -> bool:

@@ -50,6 +50,17 @@ def _cast(t: Tensor, dtype: dtypes.dtype) -> Tensor:
     return to_dtype(t, dtype)
 
 
+def check_same_device(op: str, tensor: Tensor, **others: Tensor | None) -> None:
+    """RuntimeError naming both devices when one of `others` (raw-array arguments of an
+    op, which Function.apply cannot see) is on another device than `tensor`."""
+    for name, other in others.items():
+        if isinstance(other, TensorBase) and other.device != tensor.device:
+            raise RuntimeError(
+                f"{op}: expected all tensors on the same device, got the input on "
+                f"{tensor.device} and {name} on {other.device}"
+            )
+
+
 def normalize_dim(dim: int, ndim: int, op: str) -> int:
     """A possibly negative dim as an index in [0, ndim), or a clear IndexError."""
     size = max(ndim, 1)

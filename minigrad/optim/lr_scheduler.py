@@ -1,51 +1,30 @@
-"""Learning-rate schedules: LambdaLR, StepLR and NoamLR (the warmup schedule of
-"Attention Is All You Need"). As in PyTorch, building a scheduler sets the lr for the
-first optimizer step, and scheduler.step() after optimizer.step() advances it."""
+"""Learning-rate schedules, PyTorch's torch.optim.lr_scheduler: LambdaLR, StepLR,
+LinearLR, CosineAnnealingLR, OneCycleLR, SequentialLR, ReduceLROnPlateau and NoamLR (the
+warmup schedule of "Attention Is All You Need"). As in PyTorch, building a scheduler sets
+the lr for the first optimizer step, and scheduler.step() after optimizer.step() advances
+it (see lr_scheduler_base)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 
+from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.lr_scheduler_onecycle import OneCycleLR
+from minigrad.optim.lr_scheduler_plateau import ReduceLROnPlateau
 from minigrad.optim.optimizer import Optimizer
 
-
-class LRScheduler:
-    """Base: `get_lr()` returns one lr per param group for epoch/step `last_epoch`."""
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        for group in optimizer.param_groups:
-            if last_epoch == -1:
-                group["initial_lr"] = group["lr"]
-            elif "initial_lr" not in group:
-                raise KeyError("param 'initial_lr' is not set in the optimizer's groups when "
-                               "resuming a scheduler (last_epoch != -1)")
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self.step()
-
-    def get_lr(self) -> list[float]:
-        raise NotImplementedError
-
-    def step(self) -> None:
-        self.last_epoch += 1
-        self._last_lr = self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, self._last_lr, strict=True):
-            group["lr"] = lr
-
-    def get_last_lr(self) -> list[float]:
-        return list(self._last_lr)
-
-    def state_dict(self) -> dict:
-        """Everything but the optimizer (and functions, which cannot be saved)."""
-        return {k: v for k, v in self.__dict__.items()
-                if k not in ("optimizer", "lr_lambdas")}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self.__dict__.update(state_dict)
+__all__ = [
+    "CosineAnnealingLR", "LRScheduler", "LambdaLR", "LinearLR", "NoamLR", "OneCycleLR",
+    "ReduceLROnPlateau", "SequentialLR", "StepLR",
+]
 
 
 class LambdaLR(LRScheduler):
     """lr = base_lr * lr_lambda(last_epoch) (one function, or one per param group)."""
+
+    _not_saved = ("optimizer", "lr_lambdas")
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
                  last_epoch: int = -1) -> None:
@@ -78,6 +57,55 @@ class StepLR(LRScheduler):
                 for base in self.base_lrs]
 
 
+class LinearLR(LRScheduler):
+    """lr = base_lr * (start_factor + (end_factor - start_factor) * min(last_epoch,
+    total_iters) / total_iters): a straight line from start_factor * base_lr to
+    end_factor * base_lr over total_iters epochs, then constant (a linear warmup with the
+    defaults of PyTorch's closed form)."""
+
+    def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
+                 end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
+        if not 0 < start_factor <= 1:
+            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
+        if not 0 <= end_factor <= 1:
+            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
+        if total_iters < 1:
+            raise ValueError(f"LinearLR: total_iters must be a positive number of epochs, "
+                             f"got {total_iters}")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        progress = min(self.total_iters, self.last_epoch) / self.total_iters
+        factor = self.start_factor + (self.end_factor - self.start_factor) * progress
+        return [base * factor for base in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """lr = eta_min + (base_lr - eta_min) * (1 + cos(pi * last_epoch / T_max)) / 2:
+    half a cosine from base_lr down to eta_min over T_max epochs (SGDR without restarts).
+    Past T_max it rises again along the same cosine (period 2 T_max), as PyTorch's does.
+
+    PyTorch updates the lr recursively, scaling the group's current lr by the ratio of
+    consecutive cosine factors; that approximates this closed form (equal up to
+    rounding) as long as nothing else changes the lr between steps."""
+
+    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        if T_max <= 0:
+            raise ValueError(f"CosineAnnealingLR: T_max must be a positive number of "
+                             f"epochs, got {T_max}")
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        cosine = (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+        return [self.eta_min + (base - self.eta_min) * cosine for base in self.base_lrs]
+
+
 class NoamLR(LRScheduler):
     """lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), step =
     last_epoch + 1: linear warmup for warmup_steps steps, then decay as 1/sqrt(step).
@@ -98,3 +126,68 @@ class NoamLR(LRScheduler):
         lr = self.factor * self.d_model**-0.5 * min(step**-0.5,
                                                      step * self.warmup_steps**-1.5)
         return [lr] * len(self.base_lrs)
+
+
+class SequentialLR(LRScheduler):
+    """Run `schedulers` one after another: schedulers[i] takes over at epoch
+    milestones[i - 1], restarting from its own epoch 0 (so each schedule is written as if
+    it ran alone, e.g. LinearLR warmup for 5 epochs, then CosineAnnealingLR)."""
+
+    def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler],
+                 milestones: Sequence[int], last_epoch: int = -1) -> None:
+        _check_sequence(optimizer, schedulers, milestones)
+        self.optimizer = optimizer
+        self._schedulers = list(schedulers)
+        self._milestones = list(milestones)
+        self.last_epoch = last_epoch + 1
+        # building each scheduler stepped it to epoch 0: undo that and start only the first
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for scheduler in self._schedulers:
+            scheduler.last_epoch -= 1
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first.step()
+        self._last_lr = first.get_last_lr()
+
+    def step(self) -> None:
+        self.last_epoch += 1
+        index = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[index]
+        if index > 0 and self._milestones[index - 1] == self.last_epoch:
+            scheduler._set_epoch(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict:
+        """This schedule's position, with the state_dict of every scheduler in it."""
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return copy.deepcopy(state)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        for scheduler, saved in zip(self._schedulers, state.pop("_schedulers"), strict=True):
+            scheduler.load_state_dict(saved)
+        super().load_state_dict(state)
+
+
+def _check_sequence(optimizer: Optimizer, schedulers, milestones) -> None:
+    if not schedulers:
+        raise ValueError("SequentialLR: expected at least one scheduler, got none")
+    for index, scheduler in enumerate(schedulers):
+        if isinstance(scheduler, (ReduceLROnPlateau, SequentialLR)) \
+                or not isinstance(scheduler, LRScheduler):
+            raise TypeError(f"SequentialLR: schedulers[{index}] is a "
+                            f"{type(scheduler).__name__}; expected an epoch-indexed schedule "
+                            "(not ReduceLROnPlateau, whose step() takes a metric, nor a "
+                            "SequentialLR)")
+        if scheduler.optimizer is not optimizer:
+            raise ValueError(f"SequentialLR: schedulers[{index}] "
+                             f"({type(scheduler).__name__}) drives another optimizer")
+    if len(milestones) != len(schedulers) - 1:
+        raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need "
+                         f"{len(schedulers) - 1} milestones, got {len(milestones)}")
+    if list(milestones) != sorted(milestones):
+        raise ValueError(f"SequentialLR: milestones must be increasing, got {list(milestones)}")

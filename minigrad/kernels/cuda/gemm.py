@@ -7,8 +7,10 @@ batch dimensions may have stride 0); out (batch, m, n) C-contiguous, written who
 
 Performance rule: the classic shared-memory tiling. A 16 x 16 block computes a 16 x 16
 tile of out; for each step along k it stages one tile of a and one of b in shared
-memory, so every element loaded from global memory is used 16 times. Grid z walks the
-batch (striding when the batch exceeds the grid limit).
+memory, so every element loaded from global memory is used 16 times. Grid x walks the
+column tiles (up to 2**31 - 1 of them), grid y the row tiles and grid z the batch; y and
+z are limited to 65535 blocks, so a block strides over further row tiles and batch
+entries (a million rows need 62,500 row tiles).
 """
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from minigrad.backend import array_module
 from minigrad.kernels.cuda.launch import launch
 
 TILE = 16
-_MAX_GRID_Z = 65535
+MAX_GRID_Y = 65535  # CUDA's limits for grid y and z (x allows 2**31 - 1)
+MAX_GRID_Z = 65535
 
 
 @functools.cache
@@ -37,21 +40,25 @@ def gemm_kernel(dtype: np.dtype):
         tile_a = cuda.shared.array((TILE, TILE), scalar)
         tile_b = cuda.shared.array((TILE, TILE), scalar)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-        row = cuda.blockIdx.y * TILE + ty
         col = cuda.blockIdx.x * TILE + tx
         m, k, n = a.shape[1], a.shape[2], b.shape[2]
+        row_tiles = (m + TILE - 1) // TILE
         for p in range(cuda.blockIdx.z, a.shape[0], cuda.gridDim.z):
-            total = zero
-            for start in range(0, k, TILE):
-                # out-of-range threads load zeros, so the inner loop needs no bounds checks
-                tile_a[ty, tx] = a[p, row, start + tx] if row < m and start + tx < k else zero
-                tile_b[ty, tx] = b[p, start + ty, col] if start + ty < k and col < n else zero
-                cuda.syncthreads()
-                for i in range(TILE):
-                    total += tile_a[ty, i] * tile_b[i, tx]
-                cuda.syncthreads()
-            if row < m and col < n:
-                out[p, row, col] = total
+            for row_tile in range(cuda.blockIdx.y, row_tiles, cuda.gridDim.y):
+                row = row_tile * TILE + ty
+                total = zero
+                for start in range(0, k, TILE):
+                    # out-of-range threads load zeros: the inner loop needs no bounds checks
+                    tile_a[ty, tx] = (a[p, row, start + tx] if row < m and start + tx < k
+                                      else zero)
+                    tile_b[ty, tx] = (b[p, start + ty, col] if start + ty < k and col < n
+                                      else zero)
+                    cuda.syncthreads()
+                    for i in range(TILE):
+                        total += tile_a[ty, i] * tile_b[i, tx]
+                    cuda.syncthreads()
+                if row < m and col < n:
+                    out[p, row, col] = total
 
     return batched_gemm
 
@@ -97,6 +104,6 @@ def _gemm(xp, a3, b3):
     (batch, m, k), n = a3.shape, b3.shape[-1]
     out = xp.zeros((batch, m, n), dtype=a3.dtype)
     if out.size and k:
-        grid = (-(-n // TILE), -(-m // TILE), min(batch, _MAX_GRID_Z))
+        grid = (-(-n // TILE), min(-(-m // TILE), MAX_GRID_Y), min(batch, MAX_GRID_Z))
         launch(gemm_kernel(out.dtype), grid, (TILE, TILE), a3, b3, out)
     return out

@@ -1,13 +1,31 @@
-"""Activations: relu, gelu, softmax, log_softmax (thin names over minigrad.ops)."""
+"""Activations with PyTorch's functional names and arguments. Each is an op of minigrad.ops
+or a short composition of ops (silu, mish, logsigmoid, softplus's linear threshold).
+
+`inplace=True` is accepted so that ported code runs, but the result is always a new
+tensor: minigrad never overwrites a tensor that may be part of a graph."""
 from __future__ import annotations
 
+import warnings
+
 from minigrad import dtypes, ops
+from minigrad.ops import activation as activation_ops
 from minigrad.tensor import Tensor
 
 
-def relu(input: Tensor) -> Tensor:  # noqa: A002  (torch's argument name)
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002  (torch's name)
     """max(x, 0)"""
     return ops.relu(input)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
+               inplace: bool = False) -> Tensor:
+    """x if x > 0 else negative_slope * x"""
+    return activation_ops.leaky_relu(input, negative_slope)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x if x > 0 else alpha * (e^x - 1)"""
+    return activation_ops.elu(input, alpha)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
@@ -15,14 +33,58 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
     return ops.gelu(input, approximate)
 
 
-def softmax(input: Tensor, dim: int = -1, dtype=None) -> Tensor:  # noqa: A002
-    """exp(x) / sum(exp(x)) along dim; an all -inf slice gives zeros."""
-    return ops.softmax(_cast(input, dtype), dim)
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x * sigmoid(x) (also called swish)."""
+    return input * ops.sigmoid(input)
 
 
-def log_softmax(input: Tensor, dim: int = -1, dtype=None) -> Tensor:  # noqa: A002
-    """x - logsumexp(x) along dim."""
-    return ops.log_softmax(_cast(input, dtype), dim)
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """x * tanh(softplus(x))"""
+    return input * ops.tanh(activation_ops.softplus(input))
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """ln(1 + e^(beta x)) / beta, and x itself where beta * x > threshold (PyTorch's
+    switch to the linear asymptote; the two differ there by less than e^-threshold)."""
+    scaled = input if beta == 1 else input * beta
+    smooth = activation_ops.softplus(scaled)
+    if beta != 1:
+        smooth = smooth / beta
+    return ops.where(scaled > threshold, input, smooth)
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """ln sigmoid(x) = -softplus(-x), finite for every x."""
+    return -activation_ops.softplus(-input)
+
+
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """1 / (1 + e^-x)"""
+    return ops.sigmoid(input)
+
+
+def tanh(input: Tensor) -> Tensor:  # noqa: A002
+    return ops.tanh(input)
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
+    """exp(x) / sum(exp(x)) along dim; an all -inf slice gives zeros. Without dim,
+    PyTorch's legacy choice (dim 0 for 0-, 1- and 3-d inputs, else 1) with a warning."""
+    return ops.softmax(_cast(input, dtype), _softmax_dim(input, dim, "softmax"))
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
+    """x - logsumexp(x) along dim (dim as in softmax)."""
+    return ops.log_softmax(_cast(input, dtype), _softmax_dim(input, dim, "log_softmax"))
+
+
+def _softmax_dim(x: Tensor, dim: int | None, op: str) -> int:
+    if dim is not None:
+        return dim
+    implicit = 0 if x.ndim in (0, 1, 3) else 1
+    warnings.warn(f"{op}: implicit dimension choice is deprecated (as in PyTorch); pass dim "
+                  f"(chose dim={implicit} for a {x.ndim}-d input)", UserWarning, stacklevel=3)
+    return implicit
 
 
 def _cast(x: Tensor, dtype) -> Tensor:

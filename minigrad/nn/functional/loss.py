@@ -1,6 +1,6 @@
-"""Losses: cross_entropy (one fused, numerically stable Function: log-softmax + NLL with
-class weights, ignore_index and label smoothing), nll_loss and mse_loss. Class dim is 1
-for (N, C, d1, ...) inputs, as in PyTorch; (C,) inputs take a 0-d target."""
+"""Classification losses: cross_entropy (one fused, numerically stable Function:
+log-softmax + NLL with class weights, ignore_index and label smoothing) and nll_loss.
+Class dim is 1 for (N, C, d1, ...) inputs, as in PyTorch; (C,) inputs take a 0-d target."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,11 +9,11 @@ from minigrad import kernels
 from minigrad.autograd import Function
 from minigrad.backend import array_module
 from minigrad.kernels.cross_entropy import smoothed_targets
+from minigrad.nn.functional.reduction import resolve_reduction
 from minigrad.ops import softmax
+from minigrad.ops.operands import check_same_device
 from minigrad.ops.softmax import SoftmaxBackward
 from minigrad.tensor import Tensor, constant
-
-_REDUCTIONS = ("none", "mean", "sum")
 
 
 class CrossEntropy(Function):
@@ -91,14 +91,16 @@ def _reduce_rows(losses, target_weight, reduction: str):
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
-                  ignore_index: int = -100, reduction: str = "mean",
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """Softmax cross entropy of logits `input` (N, C, ...) against class ids `target`
     (N, ...): mean/sum/none over the rows not ignored (see CrossEntropy)."""
-    _check_reduction(reduction, "cross_entropy")
+    reduction = resolve_reduction(size_average, reduce, reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got "
                          f"{label_smoothing}")
+    check_same_device("cross_entropy", input, target=target, weight=weight)
     logits, ids, out_shape = _flatten_classes(input, target, ignore_index, "cross_entropy")
     loss = CrossEntropy.apply(
         logits, target=ids, weight=None if weight is None else weight.data,
@@ -108,10 +110,12 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
-             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """-w[y] * input[y] per row, for log probabilities `input` (N, C, ...); the mean
     divides by the summed weights of the rows not ignored."""
-    _check_reduction(reduction, "nll_loss")
+    reduction = resolve_reduction(size_average, reduce, reduction, "nll_loss")
+    check_same_device("nll_loss", input, target=target, weight=weight)
     logp, ids, out_shape = _flatten_classes(input, target, ignore_index, "nll_loss")
     _, safe_target, target_weight = _target_weights(
         ids, None if weight is None else weight.data, ignore_index, logp.data.dtype)
@@ -124,24 +128,6 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
         return losses.sum()
     total_weight = float(target_weight.sum())
     return losses.sum() * (1.0 / total_weight if total_weight else float("nan"))
-
-
-def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
-    """(input - target)^2, averaged, summed or per element."""
-    _check_reduction(reduction, "mse_loss")
-    if tuple(input.shape) != tuple(target.shape):
-        raise RuntimeError(f"mse_loss: input shape {tuple(input.shape)} and target shape "
-                           f"{tuple(target.shape)} differ")
-    diff = input - target
-    squared = diff * diff
-    if reduction == "none":
-        return squared
-    return squared.sum() if reduction == "sum" else squared.mean()
-
-
-def _check_reduction(reduction: str, op: str) -> None:
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
 
 
 def _flatten_classes(input: Tensor, target: Tensor, ignore_index: int, op: str):  # noqa: A002

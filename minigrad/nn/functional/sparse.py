@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from minigrad.autograd.function import Function
 from minigrad.ops.indexing import IndexAdd
+from minigrad.ops.operands import check_same_device
 from minigrad.tensor import Tensor, constant
 
 
@@ -29,6 +30,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
         raise TypeError(
             f"embedding: expected integer ids, got {input.dtype} of shape {tuple(input.shape)}"
         )
+    check_same_device("embedding", weight, ids=input)
     num_embeddings = weight.shape[0]
     if padding_idx is not None and padding_idx < 0:
         padding_idx += num_embeddings

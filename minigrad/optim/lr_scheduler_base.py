@@ -1,0 +1,80 @@
+"""LRScheduler: the base of the epoch/step-indexed learning-rate schedules.
+
+As in PyTorch, building a scheduler sets the lr of every param group for the first
+optimizer step (epoch 0), and each scheduler.step() after optimizer.step() moves to the
+next epoch. Every schedule here is a closed form of (base_lr, last_epoch): it never reads
+the lr it set before, so a schedule resumed from its state_dict continues exactly, and
+rounding cannot accumulate over a long run.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+
+from minigrad.optim.optimizer import Optimizer
+
+
+class LRScheduler:
+    """Base: subclasses define `get_lr()`, one lr per param group at `last_epoch`.
+
+    `base_lrs` are the groups' `initial_lr`, which the first scheduler built on an
+    optimizer records from the groups' lr (later ones keep it, so several schedulers can
+    share an optimizer, as in SequentialLR). `last_epoch=-1` starts a fresh schedule;
+    another value resumes one and needs `initial_lr` in every group."""
+
+    _not_saved = ("optimizer",)  # attributes state_dict() leaves out
+
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(self).__name__}: expected an optimizer, got "
+                            f"{type(optimizer).__name__}")
+        self.optimizer = optimizer
+        for index, group in enumerate(optimizer.param_groups):
+            if last_epoch == -1:
+                group.setdefault("initial_lr", group["lr"])
+            elif "initial_lr" not in group:
+                raise KeyError(
+                    f"{type(self).__name__}: param_groups[{index}] has no 'initial_lr', which "
+                    f"resuming a schedule (last_epoch={last_epoch}) needs: load the "
+                    "optimizer's state_dict first, or build the scheduler with last_epoch=-1 "
+                    "and load its state_dict"
+                )
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self.step()
+
+    def get_lr(self) -> list[float]:
+        raise NotImplementedError
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (or step) and set the optimizer's lrs for it. `epoch`, which
+        PyTorch deprecates, jumps to that epoch instead (exact: every schedule here is a
+        closed form)."""
+        if epoch is not None:
+            warnings.warn(f"{type(self).__name__}.step(epoch) is deprecated (as in PyTorch); "
+                          "call step() once per epoch", DeprecationWarning, stacklevel=2)
+        self._set_epoch(self.last_epoch + 1 if epoch is None else epoch)
+
+    def _set_epoch(self, epoch: int) -> None:
+        self.last_epoch = epoch
+        self._set_lrs(self.get_lr())
+
+    def _set_lrs(self, lrs: list[float]) -> None:
+        for group, lr in zip(self.optimizer.param_groups, lrs, strict=True):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+    def get_last_lr(self) -> list[float]:
+        """The lrs the last step() set, one per param group."""
+        return list(self._last_lr)
+
+    def state_dict(self) -> dict:
+        """A copy of every attribute but the optimizer and functions (which a checkpoint
+        cannot hold)."""
+        return {key: copy.deepcopy(value) for key, value in self.__dict__.items()
+                if key not in self._not_saved}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Continue the schedule saved by state_dict() (the optimizer's lrs are not
+        touched: load the optimizer's own state_dict for those)."""
+        self.__dict__.update(copy.deepcopy(state_dict))

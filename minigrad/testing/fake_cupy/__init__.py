@@ -1,0 +1,61 @@
+"""A strict NumPy-backed stand-in for the parts of CuPy that minigrad uses.
+
+`MINIGRAD_FAKE_GPU=1` makes minigrad's "gpu" device use this module in place of CuPy, so
+the GPU code path runs on machines without a GPU (compare Numba's CUDA simulator). Its
+arrays keep their data in host memory but behave as CuPy's device arrays do wherever
+host and device meet, so the mistakes that only show on a real GPU show here:
+
+- `cupy.ndarray` is its own type; implicit conversion to NumPy raises TypeError
+  (`np.asarray(x)`, a host array indexed by it, a Numba CPU kernel cannot type it);
+  a NumPy array in an operation with it raises TypeError; `.get()`, `cupy.asnumpy` and
+  `cupy.asarray` are the explicit copies; `float(x)` and `.item()` read one element;
+- NumPy ufuncs and functions called on it dispatch here and return device arrays;
+- CuPy's own behaviour: integer-array indices wrap around instead of raising; `x[...] = v`
+  takes a device array or a scalar, never a host array; reductions give 0-d arrays;
+  `cupyx.scipy.special.erf` maps float16 to float64; `cupy.random` draws only float32
+  and float64; DLPack capsules say "CUDA device 0";
+- `cupy.random`, `cupy.cuda` (Device, runtime, streams, events, synchronize) and the
+  memory pool, with CuPy's names;
+- any name CuPy has but the stand-in does not model, or that CuPy lacks, raises
+  AttributeError naming it, so new code cannot silently lean on NumPy.
+
+What it cannot show: CUDA numerics (reduction order, fast-math), cuBLAS, the Numba CUDA
+kernels on hardware, asynchrony between streams, device memory limits, and speed.
+"""
+from __future__ import annotations
+
+import sys
+
+from minigrad.testing.fake_cupy import cuda, linalg, random, testing
+from minigrad.testing.fake_cupy._array import ndarray
+from minigrad.testing.fake_cupy._dlpack import from_dlpack
+from minigrad.testing.fake_cupy._functions import FUNCTIONS
+from minigrad.testing.fake_cupy._memory import DEFAULT_PINNED_POOL, DEFAULT_POOL
+
+__version__ = "0.0.0+minigrad.stand-in"
+
+
+def is_available() -> bool:
+    return True
+
+
+def get_default_memory_pool():
+    """The device memory pool (used_bytes, total_bytes, free_all_blocks)."""
+    return DEFAULT_POOL
+
+
+def get_default_pinned_memory_pool():
+    return DEFAULT_PINNED_POOL
+
+
+def __getattr__(name: str):
+    """Functions, ufuncs and dtypes on first use; AttributeError for anything else."""
+    try:
+        value = FUNCTIONS[name]
+    except KeyError:
+        raise AttributeError(
+            f"module 'cupy' has no attribute {name!r} in minigrad's CuPy stand-in "
+            f"({__name__}): CuPy lacks it or the stand-in does not model it yet"
+        ) from None
+    setattr(sys.modules[__name__], name, value)
+    return value

@@ -1,0 +1,374 @@
+"""The stand-in's `ndarray`: "device memory" is a private NumPy array that only explicit
+copies reach, with CuPy's rules (cupy/_core/core.pyx and _routines_indexing.pyx):
+
+- implicit conversion to NumPy raises TypeError (`np.asarray(x)`, `np.array(x)`, a host
+  array indexed by it, NumPy code that needs a host buffer); `.get()` copies out;
+- an operation mixing it with a NumPy array raises TypeError ("Unsupported type");
+- NumPy ufuncs and functions dispatch to the stand-in and return stand-in arrays;
+- reductions and element access give 0-d arrays, never host scalars;
+- integer-array indices wrap around instead of raising (a scalar index still raises);
+- `x[basic] = v` copies a device array or fills with a scalar, and rejects host arrays;
+- dtypes CuPy lacks (object, strings, datetimes) are rejected.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.testing.fake_cupy import _memory
+from minigrad.testing.fake_cupy._indexing import device_index
+
+_SUPPORTED_KINDS = frozenset("biufc")
+_PYTHON_SCALARS = (bool, int, float, complex)
+_IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. Please use "
+                        "`.get()` to construct a NumPy array explicitly.")
+
+
+def unsupported(value, op: str) -> TypeError:
+    """CuPy's error for an operand it cannot take (a host array, a list, an object)."""
+    hint = ""
+    if isinstance(value, np.ndarray):
+        hint = " (a host array: copy it to the device with cupy.asarray first)"
+    return TypeError(f"Unsupported type {type(value)} in cupy.{op}{hint}")
+
+
+def adopt(host: np.ndarray) -> ndarray:
+    """A stand-in array whose device memory is `host` (no copy)."""
+    if host.dtype.kind not in _SUPPORTED_KINDS:
+        raise ValueError(f"Unsupported dtype {host.dtype}")
+    array = object.__new__(ndarray)
+    array._host = host
+    array._allocation = _memory.allocate(host.nbytes) if host.base is None else None
+    return array
+
+
+def wrap(value):
+    """Results of NumPy calls as device values: arrays and NumPy scalars become stand-in
+    arrays (0-d for scalars, as CuPy's reductions give), sequences are wrapped inside."""
+    kind = type(value)
+    if kind is np.ndarray:
+        return adopt(value)
+    if isinstance(value, np.generic):
+        return adopt(np.asarray(value))
+    if kind is tuple or kind is list:
+        return kind(wrap(v) for v in value)
+    return value
+
+
+def to_host(value, op: str):
+    """Device arrays inside `value` replaced by their memory, for a NumPy call; host
+    arrays are refused (CuPy never copies them implicitly)."""
+    kind = type(value)
+    if kind is ndarray:
+        return value._host
+    if isinstance(value, np.ndarray):
+        raise unsupported(value, op)
+    if kind is tuple or kind is list:
+        return kind(to_host(v, op) for v in value)
+    return value
+
+
+def elementwise_operand(value, op: str):
+    """An operand of an elementwise kernel: a device array, a Python or NumPy scalar."""
+    if type(value) is ndarray:
+        return value._host
+    if isinstance(value, (_PYTHON_SCALARS, np.generic)):
+        return value
+    raise unsupported(value, op)
+
+
+class _Flags:
+    """CuPy's flags: only these three (no `writeable`, `aligned`, ...)."""
+
+    __slots__ = ("c_contiguous", "f_contiguous", "owndata")
+
+    def __init__(self, host: np.ndarray):
+        self.c_contiguous = host.flags.c_contiguous
+        self.f_contiguous = host.flags.f_contiguous
+        self.owndata = host.flags.owndata
+
+    def __getitem__(self, name: str) -> bool:
+        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous",
+                              "OWNDATA": "owndata"}[name])
+
+
+class MemoryPointer:
+    """`x.data`: where the array's memory starts (a host address in the stand-in)."""
+
+    __slots__ = ("ptr", "device_id")
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+        self.device_id = 0
+
+
+class ndarray:  # noqa: N801  (cupy.ndarray)
+    """A CuPy array standing in for device memory (see the module docstring)."""
+
+    __slots__ = ("_host", "_allocation", "__weakref__")
+    __array_priority__ = 100  # CuPy's
+
+    def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
+        if memptr is not None or strides is not None:
+            raise NotImplementedError("the CuPy stand-in allocates its own memory")
+        host = np.empty(shape, dtype=dtype, order=order)
+        if host.dtype.kind not in _SUPPORTED_KINDS:
+            raise ValueError(f"Unsupported dtype {host.dtype}")
+        self._host = host
+        self._allocation = _memory.allocate(host.nbytes)
+
+    # ---------------------------------------------------------------- attributes
+    shape = property(lambda self: self._host.shape)
+    ndim = property(lambda self: self._host.ndim)
+    size = property(lambda self: self._host.size)
+    dtype = property(lambda self: self._host.dtype)
+    strides = property(lambda self: self._host.strides)
+    itemsize = property(lambda self: self._host.itemsize)
+    nbytes = property(lambda self: self._host.nbytes)
+    flags = property(lambda self: _Flags(self._host))
+    T = property(lambda self: adopt(self._host.T))
+    data = property(lambda self: MemoryPointer(self._host.ctypes.data))
+
+    @property
+    def base(self):
+        """The array this one views (None when it owns its memory)."""
+        base = self._host.base
+        return adopt(base) if isinstance(base, np.ndarray) else base
+
+    @property
+    def device(self):
+        from minigrad.testing.fake_cupy import cuda
+
+        return cuda.Device(0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """Version 3 of the interface; `data` is the stand-in's host address."""
+        host = self._host
+        return {
+            "shape": host.shape,
+            "typestr": host.dtype.str,
+            "descr": [("", host.dtype.str)],
+            "strides": None if host.flags.c_contiguous else host.strides,
+            "data": (host.ctypes.data if host.size else 0, False),
+            "stream": 1,  # the legacy default stream, as CuPy exports it
+            "version": 3,
+        }
+
+    # ---------------------------------------------------------------- copies out
+    def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
+        """A host copy (the one explicit way out of the device)."""
+        if out is not None:
+            out[...] = self._host
+            return out
+        return np.array(self._host, order=order, copy=True)
+
+    def set(self, arr: np.ndarray, stream=None) -> None:
+        """Copy a host array of the same shape and dtype into this array."""
+        if not isinstance(arr, np.ndarray) or arr.shape != self.shape or \
+                arr.dtype != self.dtype:
+            raise ValueError(f"set: expected a numpy.ndarray of shape {self.shape} and "
+                             f"dtype {self.dtype}, got {getattr(arr, 'shape', type(arr))}")
+        self._host[...] = arr
+
+    def item(self):
+        if self._host.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self._host.item()
+
+    def tolist(self):
+        return self.get().tolist()
+
+    def tobytes(self, order="C") -> bytes:
+        return self.get().tobytes(order)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(_IMPLICIT_CONVERSION)
+
+    def __int__(self) -> int:
+        return int(self.get())
+
+    def __float__(self) -> float:
+        return float(self.get())
+
+    def __complex__(self) -> complex:
+        return complex(self.get())
+
+    def __bool__(self) -> bool:
+        if self._host.size > 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self._host.size and self._host.reshape(-1)[0])
+
+    def __repr__(self) -> str:
+        return repr(self.get())
+
+    def __str__(self) -> str:
+        return str(self.get())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.get(), spec)
+
+    __hash__ = None  # mutable, like every ndarray
+
+    # ---------------------------------------------------------------- containers
+    def __len__(self) -> int:
+        if self._host.ndim == 0:
+            raise TypeError("len() of unsized object")
+        return self._host.shape[0]
+
+    def __iter__(self):
+        if self._host.ndim == 0:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._host.shape[0]))
+
+    def __getitem__(self, index):
+        return adopt(self._host[device_index(index, self._host.shape)])
+
+    def __setitem__(self, index, value) -> None:
+        index = device_index(index, self._host.shape)
+        advanced = any(isinstance(p, np.ndarray) for p in index)
+        if type(value) is ndarray:
+            self._host[index] = value._host
+        elif advanced:
+            self._host[index] = np.asarray(value, dtype=self.dtype)  # copied to the device
+        else:
+            self.fill_at(index, value)
+
+    def fill(self, value) -> None:
+        self.fill_at((Ellipsis,), value)
+
+    def fill_at(self, index: tuple, value) -> None:
+        """CuPy's fill: a scalar only; a host array (even a list) is refused."""
+        scalar = np.asarray(value, dtype=self.dtype)
+        if scalar.shape != ():
+            raise ValueError("non-scalar numpy.ndarray cannot be used for fill")
+        self._host[index] = scalar
+
+    # ---------------------------------------------------------------- methods
+    def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        return adopt(self._host.astype(dtype, order=order, casting=casting or "unsafe"))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from minigrad.testing.fake_cupy import _functions
+
+        return _functions.dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from minigrad.testing.fake_cupy import _functions
+
+        return _functions.dispatch_function(func, types, args, kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return (2, 0)  # kDLCUDA, device 0
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from minigrad.testing.fake_cupy import _dlpack
+
+        return _dlpack.export(self, stream, max_version, dl_device, copy)
+
+    def take(self, indices, axis=None, out=None):
+        """Like CuPy's take, out-of-range indices wrap around."""
+        indices = indices._host if type(indices) is ndarray else np.asarray(indices)
+        result = np.take(self._host, indices, axis, mode="wrap")
+        if out is None:
+            return adopt(result)
+        out[...] = adopt(result)
+        return out
+
+
+# ----------------------------------------------------------------------------- operators
+
+_MISSING = object()
+
+
+def _defers_to(other) -> bool:
+    """CuPy's rule for `x + other` with a foreign `other`: hand over to other's reflected
+    operator when it opts out of ufuncs or outranks CuPy's __array_priority__ (as a
+    minigrad Tensor does)."""
+    if isinstance(other, (ndarray, np.ndarray, np.generic, *_PYTHON_SCALARS)):
+        return False
+    handler = getattr(type(other), "__array_ufunc__", _MISSING)
+    if handler is not _MISSING:
+        return handler is None
+    return getattr(other, "__array_priority__", 0) > ndarray.__array_priority__
+
+
+def _binary_operator(numpy_ufunc, reflected: bool):
+    name = numpy_ufunc.__name__
+
+    def operator(self, other):
+        if _defers_to(other):
+            return NotImplemented
+        other = elementwise_operand(other, name)
+        if reflected:
+            return wrap(numpy_ufunc(other, self._host))
+        return wrap(numpy_ufunc(self._host, other))
+
+    return operator
+
+
+def _inplace_operator(numpy_ufunc):
+    name = numpy_ufunc.__name__
+
+    def operator(self, other):
+        if _defers_to(other):
+            return NotImplemented
+        numpy_ufunc(self._host, elementwise_operand(other, name), out=self._host)
+        return self
+
+    return operator
+
+
+def _unary_operator(numpy_ufunc):
+    return lambda self: wrap(numpy_ufunc(self._host))
+
+
+_BINARY_OPERATORS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "lshift": np.left_shift, "rshift": np.right_shift,
+}
+_COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+                "gt": np.greater, "ge": np.greater_equal}
+_UNARY_OPERATORS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
+                    "invert": np.invert}
+
+for _name, _ufunc in _BINARY_OPERATORS.items():
+    setattr(ndarray, f"__{_name}__", _binary_operator(_ufunc, reflected=False))
+    setattr(ndarray, f"__r{_name}__", _binary_operator(_ufunc, reflected=True))
+    setattr(ndarray, f"__i{_name}__", _inplace_operator(_ufunc))
+for _name, _ufunc in _COMPARISONS.items():
+    setattr(ndarray, f"__{_name}__", _binary_operator(_ufunc, reflected=False))
+for _name, _ufunc in _UNARY_OPERATORS.items():
+    setattr(ndarray, f"__{_name}__", _unary_operator(_ufunc))
+
+
+# ----------------------------------------------------------------------------- methods
+# NumPy's methods of the same name, run on the device memory
+
+_METHOD_NAMES = (
+    "all any argmax argmin argsort clip conj copy cumprod cumsum diagonal dot flatten max "
+    "mean min nonzero prod ravel repeat reshape round sort squeeze std sum swapaxes trace "
+    "transpose var view"
+).split()
+
+
+def _host_method(name: str):
+    numpy_method = getattr(np.ndarray, name)
+
+    def method(self, *args, **kwargs):
+        result = numpy_method(self._host, *to_host(args, name),
+                              **{key: to_host(v, name) for key, v in kwargs.items()})
+        out = kwargs.get("out")
+        return out if type(out) is ndarray else wrap(result)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"cupy.ndarray.{name} in the stand-in (numpy.ndarray.{name})."
+    return method
+
+
+for _name in _METHOD_NAMES:
+    setattr(ndarray, _name, _host_method(_name))

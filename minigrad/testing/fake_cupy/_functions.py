@@ -1,0 +1,242 @@
+"""The stand-in's functions: NumPy's, run on device memory, with CuPy's operand rules.
+
+Only names CuPy has are listed; the package's `__getattr__` raises AttributeError for any
+other, so code cannot lean on a NumPy function that CuPy lacks. Three kinds:
+- ufuncs (`cupy.add`, `cupy.exp`, ...): device arrays, Python and NumPy scalars only;
+  `.at`, `.reduce`, `.accumulate`, `.outer` as far as CuPy implements them;
+- functions (`cupy.sum`, `cupy.concatenate`, ...): device arrays (also inside lists);
+  a host array anywhere is refused;
+- copies from the host (`cupy.asarray`, `cupy.array`, ...): anything array-like.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from minigrad.testing.fake_cupy._array import (
+    adopt,
+    elementwise_operand,
+    ndarray,
+    to_host,
+    unsupported,
+    wrap,
+)
+from minigrad.testing.fake_cupy._indexing import device_index
+
+UFUNC_NAMES = (
+    "abs absolute add arccos arccosh arcsin arcsinh arctan arctan2 arctanh bitwise_and "
+    "bitwise_not bitwise_or bitwise_xor cbrt ceil copysign cos cosh deg2rad degrees divide "
+    "equal exp exp2 expm1 fabs floor floor_divide fmax fmin fmod greater greater_equal "
+    "hypot invert isfinite isinf isnan left_shift less less_equal log log10 log1p log2 "
+    "logaddexp logaddexp2 logical_and logical_not logical_or logical_xor matmul maximum "
+    "minimum mod multiply negative nextafter not_equal positive power rad2deg radians "
+    "reciprocal remainder right_shift rint sign signbit sin sinh sqrt square subtract tan "
+    "tanh true_divide trunc"
+).split()
+
+FUNCTION_NAMES = (
+    "all allclose amax amin any append arange argmax argmin argsort argwhere around "
+    "array_equal array_split atleast_1d atleast_2d atleast_3d average broadcast_arrays "
+    "broadcast_to clip column_stack concatenate count_nonzero cumprod cumsum diag diagonal "
+    "diff dot einsum empty empty_like expand_dims eye flatnonzero flip fliplr flipud full "
+    "full_like hstack identity inner isclose kron linspace max mean median meshgrid min "
+    "moveaxis nan_to_num nanmax nanmean nanmin nansum nonzero ones ones_like outer pad prod "
+    "ptp ravel repeat reshape roll rollaxis round searchsorted shape size sort split "
+    "squeeze stack std sum swapaxes take_along_axis tensordot tile trace transpose tri "
+    "tril triu unique var vstack where zeros zeros_like"
+).split()
+
+FROM_HOST_NAMES = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+
+# NumPy's own objects that CuPy re-exports unchanged
+NUMPY_NAMES = (
+    "bool_ byte can_cast common_type complex64 complex128 complexfloating double dtype e "
+    "finfo float16 float32 float64 floating generic half iinfo inexact inf int8 int16 "
+    "int32 int64 int_ intc integer intp issubdtype longlong nan newaxis number pi "
+    "promote_types result_type short signedinteger single ubyte uint uint8 uint16 uint32 "
+    "uint64 uintc uintp unsignedinteger ushort"
+).split()
+
+# ufunc.at in CuPy: the scatter kernels and the dtypes each supports
+_SCATTER_DTYPES = {
+    "add": ("int32", "int64", "float16", "float32", "float64", "uint32", "uint64"),
+    "subtract": ("int32", "uint32"),
+    "maximum": ("int32", "int64", "float32", "float64", "uint32", "uint64"),
+    "minimum": ("int32", "int64", "float32", "float64", "uint32", "uint64"),
+}
+
+
+class ufunc:  # noqa: N801  (cupy.ufunc)
+    """An elementwise kernel: `numpy_ufunc` on device memory, CuPy's operand rules."""
+
+    def __init__(self, name: str, numpy_ufunc, compute=None):
+        self.__name__ = self.name = name
+        self._numpy = numpy_ufunc
+        self._compute = compute or numpy_ufunc
+        self.nin, self.nout = numpy_ufunc.nin, numpy_ufunc.nout
+        self.__doc__ = f"cupy.{name} in the stand-in: numpy.{name} on device memory."
+
+    def __repr__(self) -> str:
+        return f"<ufunc 'cupy_{self.name}' (stand-in)>"
+
+    def __call__(self, *args, out=None, **kwargs):
+        operands = [elementwise_operand(a, self.name) for a in args]
+        if out is not None:
+            if isinstance(out, tuple):
+                (out,) = out
+            if type(out) is not ndarray:
+                raise TypeError(f"cupy.{self.name}: out must be a cupy.ndarray, got "
+                                f"{type(out)}")
+            self._compute(*operands, out=out._host, **kwargs)
+            return out
+        return wrap(self._compute(*operands, **kwargs))
+
+    def at(self, a, indices, b=None) -> None:
+        """In place at `indices`; out-of-range indices wrap, as in CuPy's scatter."""
+        supported = _SCATTER_DTYPES.get(self.name)
+        if supported is None:
+            raise NotImplementedError(f"`cupy_{self.name}.at` is not supported yet")
+        if type(a) is not ndarray:
+            raise unsupported(a, f"{self.name}.at")
+        values = b._host if type(b) is ndarray else np.asarray(b, dtype=a.dtype)
+        if values.astype(a.dtype, copy=False).dtype.name not in supported:
+            raise TypeError(f"cupy.{self.name}.at only supports "
+                            f"{', '.join(supported)} as data type")
+        self._numpy.at(a._host, device_index(indices, a.shape), values)
+
+    def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False):
+        reductions = {"add": "sum", "multiply": "prod"}
+        if self.name not in reductions:
+            raise NotImplementedError(f"`cupy_{self.name}.reduce` is not supported yet")
+        return FUNCTIONS[reductions[self.name]](array, axis, dtype, out, keepdims)
+
+    def accumulate(self, array, axis=0, dtype=None, out=None):
+        accumulations = {"add": "cumsum", "multiply": "cumprod"}
+        if self.name not in accumulations:
+            raise NotImplementedError(f"`cupy_{self.name}.accumulate` is not supported yet")
+        return FUNCTIONS[accumulations[self.name]](array, axis, dtype, out)
+
+    def outer(self, a, b, **kwargs):
+        a, b = FUNCTIONS["asarray"](a), FUNCTIONS["asarray"](b)
+        return self(a.reshape(a.shape + (1,) * b.ndim), b.reshape((1,) * a.ndim + b.shape),
+                    **kwargs)
+
+
+def _device_function(name: str, numpy_function):
+    """numpy_function on device memory; host arrays among the arguments are refused."""
+
+    @functools.wraps(numpy_function)
+    def function(*args, **kwargs):
+        result = numpy_function(*to_host(args, name),
+                                **{key: to_host(v, name) for key, v in kwargs.items()})
+        out = kwargs.get("out")
+        return out if type(out) is ndarray else wrap(result)
+
+    function.__doc__ = f"cupy.{name} in the stand-in: numpy.{name} on device memory."
+    return function
+
+
+def _where(condition, x=None, y=None):
+    """cupy.where: elementwise over device arrays and scalars (one argument: nonzero)."""
+    if x is None and y is None:
+        return FUNCTIONS["nonzero"](condition)
+    operands = [elementwise_operand(v, "where") for v in (condition, x, y)]
+    return wrap(np.where(*operands))
+
+
+def _clip(a, a_min=None, a_max=None, out=None, **kwargs):
+    bounds = [None if v is None else elementwise_operand(v, "clip") for v in (a_min, a_max)]
+    result = np.clip(to_host(a, "clip"), *bounds, out=to_host(out, "clip"), **kwargs)
+    return out if out is not None else wrap(result)
+
+
+def _copy_from_host(name: str, numpy_function):
+    """cupy.asarray and friends: host data is copied to the device (device data is not)."""
+
+    def function(a, dtype=None, *args, **kwargs):
+        if type(a) is ndarray:
+            host = numpy_function(a._host, dtype, *args, **kwargs)
+            return a if host is a._host else adopt(host)
+        host = np.array(_unwrap_nested(a), dtype=dtype, copy=True)
+        return adopt(numpy_function(host, None, *args, **kwargs))
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"cupy.{name}: host data is copied to the device."
+    return function
+
+
+def _unwrap_nested(value):
+    """Lists may mix device arrays and host values (cupy.array([x, 1.0]))."""
+    if type(value) is ndarray:
+        return value._host
+    if type(value) in (list, tuple):
+        return type(value)(_unwrap_nested(v) for v in value)
+    return value
+
+
+def asnumpy(a, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
+    """A host copy of a device array; host values pass through np.asarray."""
+    if type(a) is ndarray:
+        return a.get(stream=stream, order=order, out=out)
+    return np.asarray(a, order=order)
+
+
+def get_array_module(*args):
+    """The stand-in module when any argument is a device array, else numpy."""
+    from minigrad.testing import fake_cupy
+
+    return fake_cupy if any(type(a) is ndarray for a in args) else np
+
+
+def _build() -> dict:
+    table = {name: ufunc(name, getattr(np, name)) for name in UFUNC_NAMES}
+    table.update({name: _device_function(name, getattr(np, name)) for name in FUNCTION_NAMES})
+    table.update({name: _copy_from_host(name, getattr(np, name)) for name in FROM_HOST_NAMES})
+    table.update({name: getattr(np, name) for name in NUMPY_NAMES})
+    table.update(where=_where, clip=_clip, asnumpy=asnumpy, get_array_module=get_array_module,
+                 ndarray=ndarray, ufunc=ufunc)
+    return table
+
+
+FUNCTIONS = _build()
+
+
+# ----------------------------------------------------------------------------- dispatch
+# NumPy calls these for np.<ufunc>(x) and np.<function>(x) on a device array.
+
+
+def dispatch_ufunc(numpy_ufunc, method: str, inputs: tuple, kwargs: dict):
+    """CuPy's __array_ufunc__: the same-named CuPy ufunc (or cupyx.scipy.special one);
+    NotImplemented for a ufunc CuPy lacks or an operand it cannot take."""
+    from minigrad.testing import fake_cupyx
+
+    name = numpy_ufunc.__name__
+    device_ufunc = FUNCTIONS.get(name) or getattr(fake_cupyx.scipy.special, name, None)
+    if not isinstance(device_ufunc, ufunc):
+        return NotImplemented
+    for value in inputs + tuple(kwargs.get("out", ())):
+        if not isinstance(value, (ndarray, np.ndarray, np.generic, bool, int, float, complex)):
+            return NotImplemented
+    if "out" in kwargs:
+        (kwargs["out"],) = kwargs["out"]
+    target = device_ufunc if method == "__call__" else getattr(device_ufunc, method, None)
+    if target is None:
+        return NotImplemented
+    return target(*inputs, **kwargs)
+
+
+def dispatch_function(numpy_function, types, args: tuple, kwargs: dict):
+    """CuPy's __array_function__: the same-named CuPy function, else NotImplemented
+    (NumPy then raises TypeError)."""
+    from minigrad.testing import fake_cupy
+
+    try:
+        module = functools.reduce(getattr, numpy_function.__module__.split(".")[1:],
+                                  fake_cupy)
+        device_function = getattr(module, numpy_function.__name__)
+    except AttributeError:
+        return NotImplemented
+    if not all(issubclass(t, (ndarray, np.ndarray)) for t in types):
+        return NotImplemented
+    return device_function(*args, **kwargs)

@@ -1,0 +1,322 @@
+"""The CuPy stand-in (minigrad/testing/fake_cupy): each rule where CuPy is strict raises
+as CuPy does, explicit copies work, NumPy dispatches to it, CuPy's own quirks (wrapping
+indices, fill, erf's float16 type map, 0-d reductions) are kept, and MINIGRAD_FAKE_GPU=1
+makes it minigrad's GPU. These run on every machine: the stand-in needs no GPU."""
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+from minigrad.testing import fake_cupy as cp
+from minigrad.testing import fake_cupyx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def x():
+    return cp.asarray(np.arange(6.0).reshape(2, 3))
+
+
+# ----------------------------------------------------------------------------- implicit copies
+
+
+def test_its_array_is_its_own_type(x):
+    assert type(x) is cp.ndarray and not isinstance(x, np.ndarray)
+    assert cp.get_array_module(x) is cp and cp.get_array_module(np.ones(1)) is np
+
+
+@pytest.mark.parametrize("convert", [np.asarray, np.array, np.ascontiguousarray,
+                                     lambda a: np.ones(3)[a.astype(np.int64)[0]],
+                                     lambda a: memoryview(a)],
+                         ids=["asarray", "array", "ascontiguousarray", "index_host", "buffer"])
+def test_implicit_conversion_to_numpy_raises_type_error(x, convert):
+    with pytest.raises(TypeError):
+        convert(x)
+
+
+def test_a_numba_cpu_kernel_cannot_take_it(x):
+    @numba.njit
+    def total(a):
+        return a.sum()
+
+    with pytest.raises(numba.core.errors.TypingError, match="non-precise type"):
+        total(x)
+
+
+@pytest.mark.parametrize("mix", [
+    lambda d, h: d + h, lambda d, h: h + d, lambda d, h: h * d, lambda d, h: d @ h.T,
+    lambda d, h: np.add(h, d), lambda d, h: np.concatenate([h, d]),
+    lambda d, h: cp.concatenate([d, h]), lambda d, h: cp.where(d > 1, d, h),
+    lambda d, h: cp.maximum(d, h),
+], ids=["add", "radd", "rmul", "matmul", "np.add", "np.concatenate", "cp.concatenate",
+        "cp.where", "cp.maximum"])
+def test_mixing_with_a_host_array_raises_type_error(x, mix):
+    with pytest.raises(TypeError, match="Unsupported type <class 'numpy.ndarray'>"):
+        mix(x, np.ones((2, 3)))
+
+
+def test_lists_are_not_elementwise_operands(x):
+    with pytest.raises(TypeError, match="Unsupported type <class 'list'>"):
+        x + [1.0, 2.0, 3.0]
+
+
+def test_explicit_copies_work_and_are_copies(x):
+    host = x.get()
+    assert type(host) is np.ndarray and host.tolist() == [[0, 1, 2], [3, 4, 5]]
+    host[0, 0] = 100
+    assert x[0, 0].item() == 0
+    np.testing.assert_array_equal(cp.asnumpy(x), x.get())
+    source = np.ones(3)
+    device = cp.asarray(source)
+    source[0] = 7  # the device copy does not follow the host array
+    assert device.tolist() == [1.0, 1.0, 1.0]
+    assert cp.asarray(device) is device
+
+
+def test_one_element_reads(x):
+    assert float(x[1, 2]) == 5.0 and x[1, 2].item() == 5.0 and int(x[0, 1]) == 1
+    assert bool(x[0, 1]) is True
+    with pytest.raises(ValueError, match="size 1"):
+        x.item()
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(x)
+    with pytest.raises(TypeError):
+        [10, 20][x[0, 1].astype(np.int64)]  # no __index__, as in CuPy
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+
+def test_numpy_ufuncs_and_functions_return_device_arrays(x):
+    for result in (np.exp(x), np.maximum(x, 1.0), np.sum(x, axis=0), np.concatenate([x, x]),
+                   np.where(x > 2, x, 0.0), np.linalg.norm(x), np.float32(2.0) * x):
+        assert type(result) is cp.ndarray
+    np.testing.assert_allclose(np.exp(x).get(), np.exp(x.get()))
+
+
+def test_reductions_and_element_access_give_0d_device_arrays(x):
+    for value in (x.sum(), x.max(), x[1, 2], cp.mean(x), x.argmax()):
+        assert type(value) is cp.ndarray and value.shape == ()
+    element = x[0, 1]
+    element[...] = 50.0  # a 0-d view, as in CuPy
+    assert x[0, 1].item() == 50.0
+
+
+def test_a_ufunc_cupy_lacks_is_not_dispatched(x):
+    with pytest.raises(TypeError):
+        np.frexp(x)
+
+
+def test_names_cupy_lacks_raise_attribute_error_naming_them(x):
+    with pytest.raises(AttributeError, match="'errstate'"):
+        cp.errstate  # noqa: B018
+    with pytest.raises(AttributeError, match="'float128'"):
+        cp.float128  # noqa: B018
+    with pytest.raises(AttributeError, match="tofile"):
+        x.tofile("somewhere")
+    with pytest.raises(AttributeError, match="writeable"):
+        x.flags.writeable  # noqa: B018  (CuPy's flags have three fields)
+    assert cp.float32 is np.float32 and cp.inf == np.inf
+
+
+def test_unsupported_dtypes_are_refused():
+    with pytest.raises(ValueError, match="Unsupported dtype"):
+        cp.asarray(np.array(["a", "b"]))
+    with pytest.raises(ValueError, match="Unsupported dtype"):
+        cp.asarray(np.array([object()]))
+
+
+def test_a_foreign_operand_with_higher_priority_gets_its_reflected_operator(x):
+    class Wrapper:
+        __array_priority__ = 1000
+
+        def __radd__(self, other):
+            return "reflected"
+
+    assert x + Wrapper() == "reflected"
+
+
+# ----------------------------------------------------------------------------- CuPy's own rules
+
+
+def test_integer_array_indices_wrap_around(x):
+    """CuPy's take and scatter kernels wrap out-of-range indices; NumPy raises."""
+    assert x[cp.asarray(np.array([0, 2, -3]))].tolist() == [[0, 1, 2], [0, 1, 2], [3, 4, 5]]
+    assert x[:, [3, -4]].tolist() == [[0, 2], [3, 5]]
+    assert x.take(cp.asarray(np.array([7])), axis=1).tolist() == [[1], [4]]
+    y = cp.zeros(3)
+    cp.add.at(y, cp.asarray(np.array([0, 3, 4])), 1.0)
+    assert y.tolist() == [2.0, 1.0, 0.0]
+    y[[5]] = 9.0
+    assert y.tolist() == [2.0, 1.0, 9.0]
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[2]  # a scalar index still raises
+
+
+def test_basic_assignment_takes_device_arrays_or_scalars_only(x):
+    x[0] = cp.asarray(np.array([7.0, 8.0, 9.0]))
+    x[1, :] = 1.5
+    assert x.tolist() == [[7, 8, 9], [1.5, 1.5, 1.5]]
+    with pytest.raises(ValueError, match="non-scalar numpy.ndarray cannot be used for fill"):
+        x[0] = np.ones(3)
+    with pytest.raises(ValueError, match="non-scalar numpy.ndarray cannot be used for fill"):
+        x[0] = [1.0, 2.0, 3.0]
+    x[cp.asarray(np.array([1]))] = np.zeros(3)  # advanced indexing copies the value over
+    assert x[1].tolist() == [0, 0, 0]
+
+
+def test_ufunc_at_supports_what_cupy_supports():
+    with pytest.raises(NotImplementedError, match="multiply.at"):
+        cp.multiply.at(cp.ones(3), [0], 2.0)
+    with pytest.raises(TypeError, match="only supports int32, uint32"):
+        cp.subtract.at(cp.ones(3), [0], 1.0)
+
+
+def test_erf_maps_float16_to_float64_as_cupyx_does():
+    erf = fake_cupyx.scipy.special.erf
+    for dtype, expected in ((np.float16, np.float64), (np.float32, np.float32),
+                            (np.float64, np.float64), (np.int64, np.float64)):
+        assert erf(cp.ones(2, dtype=dtype)).dtype == expected
+    np.testing.assert_allclose(erf(cp.asarray(np.array([0.5]))).get(), [0.5204998778])
+
+
+def test_a_numba_ufunc_on_a_device_array_dispatches_to_cupyx():
+    """CuPy looks ufuncs up by name in cupyx.scipy.special too: Numba's erf ufunc applied
+    to a float16 device array gives cupyx's float64 result."""
+    import math
+
+    @numba.vectorize(["float32(float32)", "float64(float64)"])
+    def erf(value):
+        return math.erf(value)
+
+    result = erf(cp.ones(2, dtype=np.float16))
+    assert type(result) is cp.ndarray and result.dtype == np.float64
+
+
+# ----------------------------------------------------------------------------- random, cuda, memory
+
+
+def test_random_has_cupys_api_and_rules():
+    cp.random.seed(3)
+    first = cp.random.uniform(-1.0, 1.0, (4,), dtype=np.float32)
+    cp.random.seed(3)
+    assert type(first) is cp.ndarray and first.dtype == np.float32
+    assert cp.random.uniform(-1.0, 1.0, (4,), dtype=np.float32).tolist() == first.tolist()
+    assert cp.random.standard_normal().shape == ()  # a 0-d array, never a host scalar
+    assert cp.random.randint(0, 5, (3,)).dtype == np.int64
+    with pytest.raises(TypeError, match="float32 and float64"):
+        cp.random.random_sample((2,), dtype=np.float16)
+    with pytest.raises(ValueError, match="2\\*\\*64"):
+        cp.random.seed(-1)
+    philox = cp.random.RandomState(7, method=cp.cuda.curand.CURAND_RNG_PSEUDO_PHILOX4_32_10)
+    assert philox.normal(size=(2,)).tolist() != cp.random.RandomState(7).normal(size=(2,)).tolist()
+    generator = cp.random.default_rng(0)
+    assert generator.standard_normal((2, 3), dtype=np.float32).dtype == np.float32
+
+
+def test_cuda_device_runtime_streams_and_events():
+    assert cp.cuda.runtime.getDeviceCount() == 1
+    assert b"stand-in" in cp.cuda.runtime.getDeviceProperties(0)["name"]
+    with pytest.raises(cp.cuda.runtime.CUDARuntimeError, match="invalid device"):
+        cp.cuda.Device(1)
+    cp.cuda.Device().synchronize()
+    assert cp.cuda.get_current_stream() is cp.cuda.Stream.null and cp.cuda.Stream.null.ptr == 0
+    with cp.cuda.Stream(non_blocking=True) as stream:
+        assert cp.cuda.get_current_stream() is stream and stream.ptr != 0
+    assert cp.cuda.get_current_stream() is cp.cuda.Stream.null
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    end.record()
+    assert cp.cuda.get_elapsed_time(start, end) >= 0
+
+
+def test_memory_pool_counts_live_arrays_and_keeps_freed_blocks():
+    gc.collect()
+    gc.disable()  # no other array may be collected while the pool is being watched
+    try:
+        pool = cp.get_default_memory_pool()
+        pool.free_all_blocks()
+        used, held = pool.used_bytes(), pool.total_bytes()
+        array = cp.zeros(1000, dtype=np.float32)  # 4000 bytes, rounded up to 4096
+        assert pool.used_bytes() == used + 4096 and pool.total_bytes() == held + 4096
+        view = array[::2]  # a view allocates nothing
+        assert pool.used_bytes() == used + 4096
+        del array, view
+        assert pool.used_bytes() == used and pool.total_bytes() == held + 4096
+        pool.free_all_blocks()
+        assert pool.total_bytes() == used
+    finally:
+        gc.enable()
+
+
+# ----------------------------------------------------------------------------- DLPack
+
+
+def test_dlpack_capsules_say_cuda_and_host_libraries_refuse_them(x):
+    assert x.__dlpack_device__() == (2, 0)
+    with pytest.raises((RuntimeError, BufferError), match="device"):
+        np.from_dlpack(x)
+    shared = cp.from_dlpack(x)
+    shared[0, 0] = 42.0
+    assert x[0, 0].item() == 42.0
+    host = np.from_dlpack(_HostRequest(x))
+    host[0, 1] = -1.0  # a host copy: dl_device=(kDLCPU, 0) asks for one
+    assert x[0, 1].item() == 1.0
+    with pytest.raises(TypeError, match="CPU arrays cannot be directly imported"):
+        cp.from_dlpack(np.ones(2))
+
+
+class _HostRequest:
+    """A consumer asking the producer for host memory, as NumPy >= 2.1 may."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, max_version=None, **kwargs):
+        return self.array.__dlpack__(max_version=max_version, dl_device=(1, 0), copy=True)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+# ----------------------------------------------------------------------------- the switch
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    environment.pop("MINIGRAD_FAKE_GPU", None)
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment,
+                          capture_output=True, text=True, timeout=120, check=True)
+
+
+def test_minigrad_fake_gpu_makes_the_stand_in_the_gpu_and_says_so_once():
+    code = ("import sys, minigrad as mg\n"
+            "print('fake_cupy' in str(sys.modules))\n"
+            "print(mg.cuda.is_available(), mg.cuda.device_count())\n"
+            "print(mg.cuda.get_device_name())\n"
+            "x = mg.ones(3, device='gpu') * 2\n"
+            "print(type(x.data).__module__, x.device, x.sum().item())\n")
+    result = _python(code, MINIGRAD_FAKE_GPU="1")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "False"  # importing minigrad does not load the stand-in
+    assert lines[1] == "True 1"
+    assert "stand-in" in lines[2] and "no GPU" in lines[2]
+    assert lines[3] == "minigrad.testing.fake_cupy._array gpu 6.0"
+    assert result.stderr.count("\n") == 1 and "no GPU is used" in result.stderr
+
+
+def test_without_the_switch_the_stand_in_is_never_used():
+    result = _python("import minigrad as mg; print(mg.cuda.is_available())",
+                     MINIGRAD_FAKE_GPU="0")
+    if result.stdout.strip() == "True":
+        pytest.skip("this machine has a real GPU")
+    assert result.stdout.strip() == "False" and result.stderr == ""
