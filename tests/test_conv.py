@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import FEW_EXAMPLES, OP_SETTINGS, layouts, make_tensor
+from helpers import FEW_EXAMPLES, OP_SETTINGS, layouts, make_tensor, test_device
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -226,7 +226,7 @@ def test_conv_modules_match_torch_with_their_weights(padding_mode, dims):
         (nn.Conv1d, torch.nn.Conv1d)
     kwargs = {"stride": 1, "padding": 2, "dilation": 1, "groups": 2, "padding_mode": padding_mode}
     theirs = theirs_class(4, 6, 3, **kwargs).double()
-    ours = ours_class(4, 6, 3, **kwargs).double()
+    ours = ours_class(4, 6, 3, **kwargs).double().to(test_device())
     state = theirs.state_dict()
     assert list(ours.state_dict()) == list(state)
     ours.load_state_dict({k: mg.tensor(v.numpy()) for k, v in state.items()})
@@ -247,7 +247,7 @@ def test_conv_modules_match_torch_with_their_weights(padding_mode, dims):
 def test_conv2d_module_padding_same_with_even_kernel_matches_torch():
     torch = pytest.importorskip("torch")
     theirs = torch.nn.Conv2d(2, 3, (4, 2), padding="same", dilation=(1, 3)).double()
-    ours = nn.Conv2d(2, 3, (4, 2), padding="same", dilation=(1, 3)).double()
+    ours = nn.Conv2d(2, 3, (4, 2), padding="same", dilation=(1, 3)).double().to(test_device())
     ours.load_state_dict({k: mg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     x = np.random.default_rng(4).standard_normal((1, 2, 6, 9))
     out = ours(make_tensor(x))
@@ -291,7 +291,7 @@ def test_conv_module_trains_a_float64_model_on_any_layout():
     its loss goes down."""
     mg.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Flatten(),
-                          nn.Linear(4 * 5 * 5, 1)).double()
+                          nn.Linear(4 * 5 * 5, 1)).double().to(test_device())
     rng = np.random.default_rng(0)
     x = make_tensor(rng.standard_normal((8, 1, 5, 5)), layout="transposed")
     target = make_tensor(rng.standard_normal((8, 1)))
@@ -355,7 +355,7 @@ def test_conv_module_errors():
     _error(lambda: nn.Conv2d(4, 4, 3, stride=2, padding="same"),
            r"Conv2d: padding='same' is not supported for strided convolutions")
     _error(lambda: nn.Conv2d(4, 4, 3, padding_mode="mirror"), r"padding_mode must be one of")
-    layer = nn.Conv2d(1, 1, 3, padding=3, padding_mode="reflect")
+    layer = nn.Conv2d(1, 1, 3, padding=3, padding_mode="reflect").to(test_device())
     _error(lambda: layer(make_tensor(np.zeros((1, 1, 3, 3)), dtype=mg.float32)),
            r"Conv2d: padding_mode='reflect' needs padding \(3, 3\) at most 2 for a dim of "
            r"size 3")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import FEW_EXAMPLES, OP_SETTINGS, layouts, make_tensor
+from helpers import FEW_EXAMPLES, OP_SETTINGS, layouts, make_tensor, test_device
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -105,7 +105,7 @@ def test_batch_norm_modules_match_torch_in_training_and_evaluation(name, shape, 
     torch = pytest.importorskip("torch")
     kwargs = {"momentum": momentum, "affine": affine, "track_running_stats": track,
               "bias": bias}
-    ours = getattr(nn, name)(shape[1], **kwargs).double()
+    ours = getattr(nn, name)(shape[1], **kwargs).double().to(test_device())
     theirs = getattr(torch.nn, name)(shape[1], **kwargs).double()
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert repr(ours) == repr(theirs)
@@ -136,7 +136,7 @@ def test_batch_norm_loads_torch_weights_and_buffers():
     theirs(torch.randn(4, 3, 2, 2) * 3 + 1)  # move the running statistics
     with torch.no_grad():
         theirs.weight.uniform_()
-    ours = nn.BatchNorm2d(3)
+    ours = nn.BatchNorm2d(3).to(test_device())
     ours.load_state_dict({k: mg.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
     assert ours.num_batches_tracked.dtype is mg.int64 and ours.num_batches_tracked.item() == 1
     ours.eval()
@@ -162,7 +162,7 @@ def test_batch_norm_functional_updates_running_statistics_like_torch():
 @pytest.mark.parametrize("shape, groups", [((2, 6, 5), 3), ((3, 4, 2, 3), 2), ((2, 4), 4)])
 def test_group_norm_matches_torch(shape, groups):
     torch = pytest.importorskip("torch")
-    ours, theirs = nn.GroupNorm(groups, shape[1]).double(), \
+    ours, theirs = nn.GroupNorm(groups, shape[1]).double().to(test_device()), \
         torch.nn.GroupNorm(groups, shape[1]).double()
     with torch.no_grad():
         theirs.weight.uniform_()
@@ -187,7 +187,7 @@ def test_group_norm_matches_torch(shape, groups):
 def test_rms_norm_matches_torch(normalized_shape, eps, dtype):
     """eps=None takes the dtype's machine epsilon, as PyTorch."""
     torch = pytest.importorskip("torch")
-    ours = nn.RMSNorm(normalized_shape, eps=eps).to(getattr(mg, dtype))
+    ours = nn.RMSNorm(normalized_shape, eps=eps).to(getattr(mg, dtype)).to(test_device())
     theirs = torch.nn.RMSNorm(normalized_shape, eps=eps).to(getattr(torch, dtype))
     with torch.no_grad():
         theirs.weight.uniform_()
@@ -240,7 +240,7 @@ def test_norm_errors_name_the_op_and_the_shapes():
 def test_batch_norm_eval_without_running_statistics_uses_the_batch():
     torch = pytest.importorskip("torch")
     array = np.random.default_rng(6).standard_normal((4, 3))
-    ours = nn.BatchNorm1d(3, track_running_stats=False).double().eval()
+    ours = nn.BatchNorm1d(3, track_running_stats=False).double().to(test_device()).eval()
     theirs = torch.nn.BatchNorm1d(3, track_running_stats=False).double().eval()
     assert ours.running_mean is None and list(ours.state_dict()) == ["weight", "bias"]
     _close(ours(make_tensor(array)), theirs(torch.tensor(array)))

@@ -3,12 +3,9 @@ convolution and pooling, in plain `xp` code (NumPy and CuPy alike).
 
 A `Window2d` says where a window reads: kernel (kh, kw), stride, dilation and padding
 ((top, bottom), (left, right)). Output position (y, x) and kernel tap (i, j) read padded
-input element (y * sh + i * dh, x * sw + j * dw). Two ways to visit those elements:
-
-- `tap_slices`: one strided slice per tap, each (..., Ho, Wo); an op loops over kh * kw
-  taps, touching every output once per tap (pooling, the col2im scatter-add).
-- `im2col_view`: every tap at once as a zero-copy view (C, kh, kw, N, Ho, Wo) of the
-  padded input, which a reshape turns into the column matrix of one matrix product.
+input element (y * sh + i * dh, x * sw + j * dw). `tap_slices` gives, for each tap, the
+strided slice of the padded input that it reads, (..., Ho, Wo); an op loops over the
+kh * kw taps, touching every output once per tap (pooling, im2col and col2im).
 
 `by_planes` runs such a tap loop over a few (H, W) planes at a time on NumPy arrays, so
 that its kh * kw passes stay in cache.
@@ -80,20 +77,6 @@ def tap_slices(window: Window2d, output_size: tuple[int, int]) -> Iterator[tuple
         rows = slice(i * dh, i * dh + sh * (out_h - 1) + 1, sh)
         for j in range(kw):
             yield (Ellipsis, rows, slice(j * dw, j * dw + sw * (out_w - 1) + 1, sw))
-
-
-def im2col_view(padded, window: Window2d, output_size: tuple[int, int]):
-    """A view (C, kh, kw, N, Ho, Wo) of a C-contiguous padded (N, C, Hp, Wp) array:
-    view[c, i, j, n, y, x] = padded[n, c, y * sh + i * dh, x * sw + j * dw]. Overlapping
-    windows share memory, so it is only read. The order puts the output columns last:
-    copying it to a matrix reads runs of Wo neighbours (contiguous for stride 1)."""
-    xp = array_module(padded)
-    batch, channels = padded.shape[:2]
-    stride_n, stride_c, stride_h, stride_w = padded.strides
-    (kh, kw), (sh, sw), (dh, dw) = window.kernel, window.stride, window.dilation
-    shape = (channels, kh, kw, batch) + tuple(output_size)
-    strides = (stride_c, stride_h * dh, stride_w * dw, stride_n, stride_h * sh, stride_w * sw)
-    return xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides)
 
 
 def by_planes(function, *arrays, **params):

@@ -135,7 +135,7 @@ def _select_winners(x, winner, window: Window2d):
     padded = pad(x, window)
     out = xp.zeros(winner.shape, dtype=x.dtype)
     for tap, index in enumerate(tap_slices(window, winner.shape[-2:])):
-        xp.copyto(out, padded[index], where=winner == tap)
+        out = xp.where(winner == tap, padded[index], out)
     return out
 
 
