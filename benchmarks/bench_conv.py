@@ -20,7 +20,9 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
+import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import minigrad as mg
 import minigrad.nn.functional as F
-from benchmarks.timing import median_times, print_table
+from benchmarks.timing import print_table
 
 try:
     import torch
@@ -127,13 +129,28 @@ def measure(case: Case, repeats: int) -> list:
         contenders["twin"] = _step(case, arrays, upstream, mg, F, mode="numpy")
     if torch is not None:
         contenders["torch"] = _step(case, arrays, upstream, torch, torch.nn.functional)
-    times = median_times(contenders, repeats=repeats, warmup=2)
+    times = _block_medians(contenders, repeats)
     row = [case.name, _describe(case), f"{times['fast'] * 1e3:.2f}"]
     row += [f"{times['twin'] * 1e3:.2f}", f"{times['twin'] / times['fast']:.2f}"] if has_twin \
         else ["-", "-"]
     if torch is not None:
         row += [f"{times['torch'] * 1e3:.2f}", f"{times['fast'] / times['torch']:.2f}"]
     return row
+
+
+def _block_medians(contenders: dict, repeats: int, rounds: int = 2) -> dict:
+    """Median seconds per call of each contender, from `rounds` alternating blocks of
+    about repeats / rounds calls, each block after one warm-up call."""
+    per_block = max(1, -(-repeats // rounds))
+    samples: dict = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, call in contenders.items():
+            call()  # warm-up: this library's caches and heap
+            for _ in range(per_block):
+                started = time.perf_counter()
+                call()
+                samples[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def _describe(case: Case) -> str:
