@@ -15,6 +15,8 @@ from minigrad.autograd import (
 from minigrad.backend import Device, cuda
 from minigrad.creation import (
     arange,
+    empty,
+    empty_like,
     eye,
     from_numpy,
     full,
@@ -28,6 +30,7 @@ from minigrad.creation import (
     zeros,
     zeros_like,
 )
+from minigrad.dlpack import from_dlpack
 from minigrad.dtypes import bool_ as bool  # noqa: A001  (torch.bool)
 from minigrad.dtypes import dtype, float16, float32, float64, int64
 from minigrad.ops import (
@@ -67,7 +70,6 @@ from minigrad.ops import (
     var,
     where,
 )
-from minigrad.dlpack import from_dlpack
 from minigrad.random import get_rng_state, manual_seed, set_rng_state
 from minigrad.serialization import load, save
 from minigrad.tensor import Tensor

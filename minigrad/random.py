@@ -74,15 +74,31 @@ def set_rng_state(state: dict) -> None:
 
 
 def _checked_cpu_state(state) -> np.random.PCG64:
-    if not isinstance(state, dict) or state.get("bit_generator") != "PCG64":
-        raise ValueError("set_rng_state: the 'cpu' state must be NumPy's PCG64 state "
-                         "(bit_generator 'PCG64')")
+    """A PCG64 bit generator set to `state`, or ValueError saying what is wrong (a
+    checkpoint may carry a corrupt or hostile state)."""
+    fields = {"bit_generator", "state", "has_uint32", "uinteger"}
+    if not isinstance(state, dict) or set(state) != fields:
+        raise ValueError(f"set_rng_state: the 'cpu' state must be a dict with the keys "
+                         f"{sorted(fields)}, as get_rng_state() returns, got {str(state)[:80]}")
+    if type(state["bit_generator"]) is not str or state["bit_generator"] != "PCG64":
+        raise ValueError(f"set_rng_state: the 'cpu' state is for a {state['bit_generator']!r} "
+                         "generator, minigrad's is 'PCG64'")
+    counters = state["state"]
+    if not (isinstance(counters, dict) and set(counters) == {"state", "inc"}
+            and all(_is_int_below(counters[k], 2**128) for k in counters)):
+        raise ValueError(f"set_rng_state: 'state' must hold 'state' and 'inc', integers in "
+                         f"[0, 2**128), got {str(counters)[:80]}")
+    if not (_is_int_below(state["has_uint32"], 2) and _is_int_below(state["uinteger"], 2**32)):
+        raise ValueError("set_rng_state: 'has_uint32' must be 0 or 1 and 'uinteger' an "
+                         f"integer in [0, 2**32), got {state['has_uint32']!r} and "
+                         f"{state['uinteger']!r}")
     bit_generator = np.random.PCG64()
-    try:
-        bit_generator.state = state
-    except (TypeError, ValueError, KeyError) as exc:
-        raise ValueError(f"set_rng_state: invalid 'cpu' state: {exc!r}") from exc
+    bit_generator.state = state
     return bit_generator
+
+
+def _is_int_below(value, bound: int) -> bool:
+    return type(value) is int and 0 <= value < bound
 
 
 def _checked_gpu_state(state) -> _GpuGenerator:

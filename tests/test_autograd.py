@@ -422,3 +422,14 @@ def test_post_accumulate_hook_only_on_leaves_that_require_grad():
         (x * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(RuntimeError, match="does not require grad"):
         vector([1.0], requires_grad=False).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_second_derivative_of_ops_that_save_their_output_on_0d_tensors():
+    # NumPy returns scalars from 0-d arithmetic; the saved output must stay the output
+    for name, second in (("tanh", lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2)),
+                         ("exp", np.exp), ("sqrt", lambda v: -0.25 * v ** -1.5)):
+        x = mg.tensor(0.7, dtype=mg.float64, requires_grad=True)
+        (g,) = mg.autograd.grad(getattr(x, name)(), [x], create_graph=True)
+        assert g.grad_fn is not None, name
+        g.backward()
+        np.testing.assert_allclose(x.grad.numpy(), second(0.7), rtol=1e-12, err_msg=name)

@@ -3,6 +3,7 @@ and an exact resume of training in a fresh process."""
 import json
 import os
 import pickle
+import re
 import struct
 import subprocess
 import sys
@@ -116,22 +117,40 @@ def test_truncated_file_raises_naming_the_file(tmp_path):
 
 
 def test_corrupt_files_raise_clearly(tmp_path):
+    """More hostile and corrupt headers: tests/test_serialization_format.py."""
     path = tmp_path / "ckpt"
     path.write_bytes(struct.pack("<Q", 4) + b"{]]]")
-    with pytest.raises(ValueError, match="not a minigrad checkpoint"):
+    with pytest.raises(ValueError, match="header is not valid JSON"):
         mg.load(path)
     header = json.dumps({"__metadata__": {"minigrad": "{not json"}}).encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header)
-    with pytest.raises(ValueError, match="corrupt"):
+    with pytest.raises(ValueError, match="minigrad structure is not valid JSON"):
         mg.load(path)
     header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 99]},
                          "__metadata__": {"minigrad": "{}"}}).encode()
     path.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 16)
-    with pytest.raises(ValueError, match="corrupt"):
+    with pytest.raises(ValueError, match="takes 16 bytes, its offsets span 99"):
         mg.load(path)
     path.write_bytes(b"PK\x03\x04 zip")
     with pytest.raises(ValueError, match="zip"):
         mg.load(path)
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda state: None, "expected a dict with the keys"),
+    (lambda state: {**state, "extra": 1}, "expected a dict with the keys"),
+    (lambda state: {**state, "bit_generator": "MT19937"}, "'MT19937' generator"),
+    (lambda state: {**state, "state": {"state": "7", "inc": 1}}, "integers in [0, 2**128)"),
+    (lambda state: {**state, "state": {"state": -1, "inc": 1}}, "integers in [0, 2**128)"),
+    (lambda state: {**state, "state": {"state": 2**128, "inc": 1}}, "integers in [0, 2**128)"),
+    (lambda state: {**state, "has_uint32": True}, "'has_uint32' must be 0 or 1"),
+    (lambda state: {**state, "uinteger": 2**40}, "'uinteger'"),
+])
+def test_set_rng_state_refuses_states_it_did_not_make(change, problem):
+    state = mg.get_rng_state()
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        mg.set_rng_state(change(state))
+    assert mg.get_rng_state() == state  # nothing was changed
 
 
 def test_loading_a_mismatched_checkpoint_names_key_and_shapes(tmp_path):

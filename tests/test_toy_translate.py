@@ -5,6 +5,7 @@ fails with one line. Plus the batching that makes exact resumption possible."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,190 @@ def test_batch_stream_resumes_mid_epoch_where_it_left_off():
     for src, tgt in expected[9:]:
         got_src, got_tgt = next(resumed)
         assert (got_src == src).all() and (got_tgt == tgt).all()
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, status: int, *fragments: str):
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+BAD_FLAGS = [
+    (["--steps", "0"], "argument --steps: must be an integer >= 1, got 0"),
+    (["--steps", "2.5"], "argument --steps: must be an integer >= 1, got '2.5'"),
+    (["--batch-size", "0"], "argument --batch-size"),
+    (["--heads", "0"], "argument --heads"),
+    (["--d-model", "30", "--heads", "4"], "--d-model 30 is not divisible by --heads 4"),
+    (["--heads", "3"], "--d-model 64 is not divisible by --heads 3"),
+    (["--layers", "-1"], "argument --layers"),
+    (["--ff", "0"], "argument --ff"),
+    (["--eval-every", "0"], "argument --eval-every"),
+    (["--warmup", "0"], "argument --warmup"),
+    (["--dropout", "1.5"], "argument --dropout: must be a finite number in [0.0, 1.0)"),
+    (["--dropout", "1"], "argument --dropout"),
+    (["--dropout", "-0.1"], "argument --dropout"),
+    (["--lr-factor", "nan"], "argument --lr-factor: must be a finite number > 0.0, got nan"),
+    (["--lr-factor", "inf"], "argument --lr-factor"),
+    (["--lr-factor", "0"], "argument --lr-factor"),
+    (["--seed", "-1"], "argument --seed"),
+    (["--seed", str(2**64)], "argument --seed"),
+    (["--train-size", "3"], "argument --train-size: must be an integer in [7, 1000000]"),
+    (["--train-size", "10000000"], "argument --train-size"),
+    (["--beam-size", "0"], "argument --beam-size"),
+    (["--top-beams", "0"], "argument --top-beams"),
+    (["--beam-size", "2", "--top-beams", "3"], "--top-beams: 3 is more than --beam-size 2"),
+    (["--device", "tpu"], "argument --device: invalid choice"),
+    (["--steps"], "argument --steps: expected one argument"),
+    (["--stepz", "5"], "unrecognized arguments"),
+    (["--translate", "merci", "--steps", "5"], "argument --steps: not allowed with --translate"),
+    (["--translate", ""], "argument --translate: no French words to translate"),
+    (["--translate", " ?! "], "no French words to translate"),
+    (["--plot-attention", "heads.xyz"], "argument --plot-attention: cannot save a xyz image"),
+]
+
+
+# runs main() on each command line in one process (one start-up instead of dozens) and
+# reports what a shell would see: the exit status and stderr, a traceback if one escaped
+_MANY_COMMANDS = """
+import contextlib, io, json, sys, traceback
+from train.toy_translate import main
+
+results = []
+for argv in json.load(sys.stdin):
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            status = main(argv)
+        except SystemExit as exit:
+            status = exit.code
+        except BaseException:
+            traceback.print_exc()
+            status = 99
+    results.append([status, stderr.getvalue()])
+json.dump(results, sys.stdout)
+"""
+
+
+def run_cli_many(command_lines: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _MANY_COMMANDS], input=json.dumps(
+        command_lines), cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        check=True)
+    return [subprocess.CompletedProcess(argv, status, "", stderr) for argv, (status, stderr)
+            in zip(command_lines, json.loads(done.stdout), strict=True)]
+
+
+def test_bad_flags_are_one_line_exit_2_and_touch_nothing(trained):
+    """Every bad value, pointed at a finished run's folder: its log, checkpoint and plots
+    stay byte for byte what they were."""
+    before = snapshot(trained)
+    results = run_cli_many([[*flags, "--out-dir", str(trained)] for flags, _ in BAD_FLAGS])
+    for (_, message), result in zip(BAD_FLAGS, results, strict=True):
+        assert_one_line_error(result, 2, "toy_translate: error:", message)
+    assert run_cli("--steps", "0", "--out-dir", str(trained)).returncode == 2  # for real
+    assert snapshot(trained) == before
+
+
+def test_resume_refuses_flags_that_would_change_the_run(trained):
+    before = snapshot(trained)
+    checkpoint = str(trained / "toy_translate.safetensors")
+    result = run_cli("--resume", checkpoint, "--d-model", "32", "--out-dir", str(trained))
+    assert_one_line_error(result, 2, "argument --d-model", "has d_model 16", "only --steps")
+    result = run_cli("--resume", checkpoint, "--steps", str(STEPS - 1), "--out-dir",
+                     str(trained))
+    assert_one_line_error(result, 2, f"--steps: {STEPS - 1} is less than the checkpoint's "
+                                     f"step {STEPS}")
+    assert snapshot(trained) == before
+
+
+def test_unwritable_outputs_are_refused_before_training(trained, tmp_path):
+    before = snapshot(trained)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    cases = [(["--out-dir", str(blocker / "run")], "--out-dir", "is a file"),
+             (["--out-dir", str(blocker)], "--out-dir", "is a file"),
+             (["--out-dir", str(tmp_path / "out"), "--save", str(blocker / "c.st")], "--save",
+              "is a file"),
+             (["--out-dir", str(tmp_path / "out"), "--save", str(trained)], "--save",
+              "is a folder")]
+    if sys.platform.startswith("linux"):  # /sys takes no new file, not even from root
+        cases.append((["--out-dir", "/sys/minigrad_run"], "--out-dir", "cannot write in /sys"))
+    if os.geteuid() != 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        cases.append((["--out-dir", str(locked / "run")], "--out-dir", "Permission denied"))
+    for flags, option, problem in cases:
+        result = run_cli(*TINY, "--steps", "5", *flags)
+        assert_one_line_error(result, 2, f"argument {option}", problem)
+    result = run_cli("--translate", "merci", "--out-dir", str(trained), "--plot-attention",
+                     str(blocker / "heads.png"))
+    assert_one_line_error(result, 2, "argument --plot-attention", "is a file")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "locked") == ["a_file"]
+    assert snapshot(trained) == before
+
+
+def test_resuming_into_a_longer_log_logs_no_step_twice(trained, tmp_path):
+    half = tmp_path / "half.safetensors"
+    first = run_cli(*TINY, "--steps", str(STEPS // 2), "--out-dir", str(tmp_path),
+                    "--save", str(half))
+    assert first.returncode == 0, first.stderr
+    for _ in range(2):  # the second time, the log already runs to STEPS
+        resumed = run_cli("--resume", str(half), "--steps", str(STEPS), "--out-dir",
+                          str(tmp_path))
+        assert resumed.returncode == 0, resumed.stderr
+    steps = [json.loads(line)["step"] for line in
+             (tmp_path / "toy_translate_log.jsonl").read_text().splitlines()
+             if "loss" in json.loads(line)]
+    assert steps == list(range(1, STEPS + 1))
+    assert f"dropped {STEPS - STEPS // 2 + 1} lines logged after step {STEPS // 2}" in (
+        resumed.stdout)
+    assert logged_losses(tmp_path) == logged_losses(trained)
+
+
+def _strict_json(line: str) -> dict:
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_a_diverging_run_stops_naming_the_step_and_keeps_the_checkpoint(trained, tmp_path):
+    checkpoint = tmp_path / "good.safetensors"
+    checkpoint.write_bytes((trained / "toy_translate.safetensors").read_bytes())
+    result = run_cli(*TINY, "--steps", "20", "--lr-factor", "1e30", "--out-dir",
+                     str(tmp_path), "--save", str(checkpoint))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"toy_translate: the training loss is nan at step \d+: training "
+                        r"stopped and nothing was saved .*", last), last
+    assert checkpoint.read_bytes() == (trained / "toy_translate.safetensors").read_bytes()
+    records = [_strict_json(line) for line in
+               (tmp_path / "toy_translate_log.jsonl").read_text().splitlines()]
+    failed_at = int(re.search(r"step (\d+)", last)[1])
+    assert [record["step"] for record in records] == list(range(1, failed_at))
+
+
+def test_the_log_is_strict_json(trained):
+    for line in (trained / "toy_translate_log.jsonl").read_text().splitlines():
+        _strict_json(line)
+
+
+def test_translate_input_the_model_cannot_take_is_one_line(trained):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1"}
+    raw = subprocess.run([sys.executable, "-m", "train.toy_translate", "--translate",
+                          b"je suis \xe9tudiant", "--out-dir", str(trained)], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert_one_line_error(raw, 2, "argument --translate: the text is not valid UTF-8",
+                          "byte 0xe9")
+    too_long = run_cli("--translate", " ".join(["chat"] * 4991), "--out-dir", str(trained))
+    assert_one_line_error(too_long, 1, "cannot translate 4991 words", "at most 4990 words")

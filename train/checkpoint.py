@@ -1,7 +1,18 @@
 """Building the model and its optimizer from a Config, and saving or restoring a whole
-run in one safe checkpoint (mg.save: safetensors, never pickle)."""
+run in one safe checkpoint (mg.save: safetensors, never pickle).
 
+Restoring trusts nothing in the file: mg.load checks the format, then every field of the
+run's header is checked here (the config's sizes and rates, the vocabularies, the step,
+the loss history, the RNG state) and the config is compared with the shapes of the
+tensors actually in the file, all before the model is built, so a header that claims
+10^7 layers is refused instead of allocated. Any problem raises CheckpointError, a
+ValueError whose message names the file."""
+
+import contextlib
+import math
 import os
+import re
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -12,13 +23,23 @@ from train.config import Config
 from train.loop import TrainState
 from train.vocab import PAD_ID, Vocab
 
+# the positions the model's sinusoid table covers (Transformer's default max_len)
+MAX_POSITIONS = 5000
+_RUN_KEYS = {"model", "optimizer", "scheduler", "rng", "step", "losses", "val_losses",
+             "config", "src_vocab", "tgt_vocab"}
+_LAYER = re.compile(r"(encoder|decoder)\.layers\.(\d+)\.")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message starts with its path."""
+
 
 def build_model(config: Config, src_vocab: Vocab, tgt_vocab: Vocab, device: str) -> Transformer:
     """The post-norm Transformer of the paper, sized by `config`, on `device`."""
     model = Transformer(len(src_vocab), len(tgt_vocab), d_model=config.d_model,
                         nhead=config.heads, num_encoder_layers=config.layers,
                         num_decoder_layers=config.layers, dim_feedforward=config.ff,
-                        dropout=config.dropout, pad_id=PAD_ID)
+                        dropout=config.dropout, pad_id=PAD_ID, max_len=MAX_POSITIONS)
     return model.to(device)
 
 
@@ -56,28 +77,146 @@ def save_run(path: str, state: TrainState, config: Config, src_vocab: Vocab,
 
 def load_run(path: str, device: str) -> tuple[TrainState, Config, Vocab, Vocab]:
     """Restore what `save_run` wrote; the global RNG continues where the saved run was."""
-    saved = mg.load(path)
-    config, src_vocab, tgt_vocab = _run_header(saved)
-    state = new_train_state(config, src_vocab, tgt_vocab, device)
-    state.model.load_state_dict(saved["model"])
-    state.optimizer.load_state_dict(saved["optimizer"])
-    state.scheduler.load_state_dict(saved["scheduler"])
-    mg.set_rng_state(saved["rng"])
-    state.step = int(saved["step"])
-    state.losses = [float(loss) for loss in saved["losses"]]
-    state.val_losses = {int(step): loss for step, loss in saved["val_losses"].items()}
+    with _naming(path):
+        saved = _load_checked(path)
+        config, src_vocab, tgt_vocab = _run_header(saved)
+        step = _checked_step(saved["step"])
+        losses = _checked_losses(saved["losses"], step)
+        val_losses = _checked_val_losses(saved["val_losses"], step)
+        _check_scheduler_matches(saved["scheduler"], config, step)
+        mg.set_rng_state(saved["rng"])  # checks it now; set again once the model is built
+        state = new_train_state(config, src_vocab, tgt_vocab, device)
+        _load_model_state(state.model, saved["model"])
+        state.optimizer.load_state_dict(saved["optimizer"])
+        state.scheduler.load_state_dict(saved["scheduler"])
+        mg.set_rng_state(saved["rng"])
+    state.step, state.losses, state.val_losses = step, losses, val_losses
     return state, config, src_vocab, tgt_vocab
 
 
 def load_model(path: str, device: str) -> tuple[Transformer, Vocab, Vocab]:
     """Only the trained model of a checkpoint and its vocabularies, for translating."""
-    saved = mg.load(path)
-    config, src_vocab, tgt_vocab = _run_header(saved)
-    model = build_model(config, src_vocab, tgt_vocab, device)
-    model.load_state_dict(saved["model"])
+    with _naming(path):
+        saved = _load_checked(path)
+        config, src_vocab, tgt_vocab = _run_header(saved)
+        model = build_model(config, src_vocab, tgt_vocab, device)
+        _load_model_state(model, saved["model"])
     return model, src_vocab, tgt_vocab
 
 
+@contextlib.contextmanager
+def _naming(path: str) -> Iterator[None]:
+    """Turn the ValueErrors of reading a run into CheckpointErrors that name the file."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except ValueError as exc:
+        message = str(exc) if str(exc).startswith(path) else f"{path}: {exc}"
+        raise CheckpointError(message) from exc
+
+
+def _load_checked(path: str) -> dict:
+    """mg.load (host copies: the model moves them to its device), then the run's keys."""
+    saved = mg.load(path, map_location="cpu")
+    if not isinstance(saved, dict) or set(saved) != _RUN_KEYS:
+        found = sorted(map(str, saved)) if isinstance(saved, dict) else type(saved).__name__
+        raise ValueError(f"not a toy_translate checkpoint: expected the entries "
+                         f"{sorted(_RUN_KEYS)}, found {str(found)[:200]}")
+    return saved
+
+
 def _run_header(saved: dict) -> tuple[Config, Vocab, Vocab]:
-    return (Config.from_dict(saved["config"]), Vocab.from_dict(saved["src_vocab"]),
-            Vocab.from_dict(saved["tgt_vocab"]))
+    """The config and vocabularies, checked, and checked against the model's tensors."""
+    try:
+        config = Config.from_dict(saved["config"])
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"config: {exc}") from None
+    vocabs = []
+    for name in ("src_vocab", "tgt_vocab"):
+        try:
+            vocabs.append(Vocab.from_dict(saved[name]))
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    _check_sizes(config, saved["model"], *vocabs)
+    return config, vocabs[0], vocabs[1]
+
+
+def _check_sizes(config: Config, model_state, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+    """Compare the config's sizes with the tensors in the file, so that building the model
+    allocates no more than the file holds; load_state_dict checks every shape after."""
+    if not isinstance(model_state, dict) or not all(
+            isinstance(name, str) and isinstance(value, mg.Tensor)
+            for name, value in model_state.items()):
+        raise ValueError("model: expected a dict of tensors by name")
+    expected = {
+        "src_embed.embedding.weight": (len(src_vocab), config.d_model),
+        "tgt_embed.embedding.weight": (len(tgt_vocab), config.d_model),
+        "positional.pe": (MAX_POSITIONS, config.d_model),
+        "encoder.layers.0.feed_forward.linear1.weight": (config.ff, config.d_model),
+        "decoder.layers.0.feed_forward.linear1.weight": (config.ff, config.d_model),
+    }
+    for name, shape in expected.items():
+        found = tuple(model_state[name].shape) if name in model_state else "no such tensor"
+        if found != shape:
+            raise ValueError(f"config (d_model {config.d_model}, ff {config.ff}, vocabularies "
+                             f"{len(src_vocab)}/{len(tgt_vocab)}) does not match the model's "
+                             f"tensors: {name} should be {shape}, the file has {found}")
+    for stack in ("encoder", "decoder"):
+        layers = {int(match[2]) for match in map(_LAYER.match, model_state)
+                  if match and match[1] == stack}
+        # the length first: range(10**7) is not to be built for a hostile config
+        if len(layers) != config.layers or layers != set(range(config.layers)):
+            raise ValueError(f"config says {config.layers} layers, the file holds "
+                             f"{len(layers)} {stack} layers")
+
+
+def _load_model_state(model, model_state: dict) -> None:
+    try:
+        model.load_state_dict(model_state)
+    except RuntimeError as exc:  # names and shapes, one line per problem
+        raise ValueError("model: " + "; ".join(str(exc).split("\n\t")[1:])) from None
+
+
+def _checked_step(step) -> int:
+    if type(step) is not int or step < 0:
+        raise ValueError(f"step must be an integer >= 0, got {step!r}")
+    return step
+
+
+def _checked_losses(losses, step: int) -> list[float]:
+    if not (isinstance(losses, np.ndarray) and losses.dtype == np.float64
+            and losses.shape == (step,) and np.isfinite(losses).all()):
+        found = (f"{losses.dtype} array of shape {losses.shape}" if isinstance(
+            losses, np.ndarray) else type(losses).__name__)
+        raise ValueError(f"losses must be {step} finite float64 values (one per step), got "
+                         f"{found}")
+    return losses.tolist()
+
+
+def _checked_val_losses(val_losses, step: int) -> dict[int, float]:
+    if not isinstance(val_losses, dict):
+        raise ValueError(f"val_losses must be a dict, got {type(val_losses).__name__}")
+    checked = {}
+    for key, loss in val_losses.items():
+        at = int(key) if isinstance(key, str) and key.isdecimal() else None
+        if at is None or not 1 <= at <= step or isinstance(loss, bool) or not isinstance(
+                loss, (int, float)) or not math.isfinite(loss):
+            raise ValueError(f"val_losses must map steps 1..{step} to finite losses, got "
+                             f"{key!r}: {loss!r}")
+        checked[at] = float(loss)
+    return checked
+
+
+def _check_scheduler_matches(scheduler_state, config: Config, step: int) -> None:
+    """The schedule must be the config's, at the checkpoint's step (NoamLR has stepped
+    once per optimizer step), or the resumed run would not continue the saved one."""
+    expected = {"d_model": config.d_model, "warmup_steps": config.warmup,
+                "factor": config.lr_factor, "last_epoch": step}
+    if not isinstance(scheduler_state, dict):
+        raise ValueError(f"scheduler must be a dict, got {type(scheduler_state).__name__}")
+    for name, value in expected.items():
+        found = scheduler_state.get(name)
+        if type(found) not in (int, float) or found != value:
+            raise ValueError(f"scheduler's {name} is {found!r}, the config and step say "
+                             f"{value!r}")

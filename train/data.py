@@ -129,10 +129,8 @@ def make_dataset(
     sentences; validation and test hold only sampled ones. No French sentence is in two
     splits, and none has two translations.
     """
-    always_in_train = [(list(fr), list(en)) for fr, en in FIXED_PHRASES.items()]
-    always_in_train += [(tokenize_french(fr), en.split()) for fr, en in SEED_PAIRS]
     translations: dict[tuple[str, ...], tuple[str, ...]] = {}
-    required = [pair for pair in always_in_train if _add(translations, pair)]
+    required = [pair for pair in _always_in_train() if _add(translations, pair)]
     n_sampled = n_train - len(required) + n_val + n_test
     if n_sampled < n_val + n_test:
         raise ValueError(f"n_train must be at least {len(required)}, the fixed pairs")
@@ -151,6 +149,18 @@ def make_dataset(
     train = required + sampled[n_val + n_test :]
     src_vocab, tgt_vocab = make_vocabularies()
     return ToyTranslationData(train, val, test, src_vocab, tgt_vocab)
+
+
+def _always_in_train() -> list[Pair]:
+    """The fixed phrases and the seed pairs: every training set holds them."""
+    pairs = [(list(fr), list(en)) for fr, en in FIXED_PHRASES.items()]
+    return pairs + [(tokenize_french(fr), en.split()) for fr, en in SEED_PAIRS]
+
+
+# the fewest training pairs make_dataset can make: the distinct fixed pairs
+MIN_TRAIN_SIZE = len({tuple(fr) for fr, _ in _always_in_train()})
+# drawing a million distinct sentences takes about a minute: more is not a toy run
+MAX_TRAIN_SIZE = 1_000_000
 
 
 def batches(

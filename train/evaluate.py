@@ -24,6 +24,12 @@ class TestScores:
     hypotheses: list[list[str]]
 
 
+def max_source_words(model) -> int:
+    """The longest source `model` can translate: a translation may run _EXTRA_TOKENS
+    positions past it, and every position must be in the model's sinusoid table."""
+    return model.positional.pe.shape[0] - _EXTRA_TOKENS
+
+
 def greedy_translate(model, sources: Sequence[Sequence[int]], tgt_vocab: Vocab, device: str,
                      batch_size: int = 256) -> list[list[str]]:
     """Translate id sequences greedily, a batch of similar lengths at a time; results come

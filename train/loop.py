@@ -6,7 +6,7 @@ a resumed run only needs the step count (plus the model, optimizer, scheduler an
 dropout RNG state) to see exactly the batches an uninterrupted run would.
 """
 
-import json
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -104,30 +104,42 @@ def train(state: TrainState, train_pairs: Sequence[IdPair], val_pairs: Sequence[
     batches = batch_stream(train_pairs, batch_size, seed, state.step)
     bar = tqdm(total=steps, initial=state.step, desc="train", unit="step", dynamic_ncols=True)
     tokens, started = 0, time.perf_counter()
-    while state.step < steps:
-        src, tgt = next(batches)
-        lr = state.scheduler.get_last_lr()[0]
-        loss = batch_loss(state.model, src, tgt, device, label_smoothing)
-        state.optimizer.zero_grad()
-        loss.backward()
-        state.optimizer.step()
-        state.scheduler.step()
-        state.step += 1
-        state.losses.append(loss.item())
-        tokens += int((src != PAD_ID).sum() + (tgt != PAD_ID).sum())
-        record = {"step": state.step, "loss": state.losses[-1], "lr": lr}
-        if state.step % eval_every == 0 or state.step == steps:
-            record["val_loss"] = validation_loss(state.model, val_pairs, device)
-            state.val_losses[state.step] = record["val_loss"]
-            bar.write(f"step {state.step}: validation loss {record['val_loss']:.4f}")
-        log(record)
-        bar.set_postfix(loss=f"{state.losses[-1]:.3f}", lr=f"{lr:.2e}",
-                        tok_s=f"{tokens / (time.perf_counter() - started):.0f}")
-        bar.update()
-    bar.close()
+    try:
+        while state.step < steps:
+            src, tgt = next(batches)
+            lr = state.scheduler.get_last_lr()[0]
+            loss = batch_loss(state.model, src, tgt, device, label_smoothing)
+            loss_value = loss.item()
+            if not math.isfinite(loss_value):  # before the update: the state stays good
+                raise LossNotFinite("training", loss_value, state.step + 1)
+            state.optimizer.zero_grad()
+            loss.backward()
+            state.optimizer.step()
+            state.scheduler.step()
+            state.step += 1
+            state.losses.append(loss_value)
+            tokens += int((src != PAD_ID).sum() + (tgt != PAD_ID).sum())
+            record = {"step": state.step, "loss": loss_value, "lr": lr}
+            if state.step % eval_every == 0 or state.step == steps:
+                record["val_loss"] = validation_loss(state.model, val_pairs, device)
+                if not math.isfinite(record["val_loss"]):
+                    raise LossNotFinite("validation", record["val_loss"], state.step)
+                state.val_losses[state.step] = record["val_loss"]
+                bar.write(f"step {state.step}: validation loss {record['val_loss']:.4f}")
+            log(record)
+            bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}",
+                            tok_s=f"{tokens / (time.perf_counter() - started):.0f}")
+            bar.update()
+    except BaseException:
+        bar.leave = False  # the error message, not a half-full bar, ends the output
+        raise
+    finally:
+        bar.close()
 
 
-def append_jsonl(path, record: dict) -> None:
-    """Append one JSON object as a line to `path` (floats round-trip exactly)."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
+class LossNotFinite(ArithmeticError):
+    """The loss became NaN or infinite at `step`; training cannot go on from there."""
+
+    def __init__(self, kind: str, value: float, step: int) -> None:
+        super().__init__(f"the {kind} loss is {value} at step {step}")
+        self.step = step

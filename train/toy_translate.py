@@ -10,6 +10,10 @@ as JSON lines in OUT_DIR/toy_translate_log.jsonl, then reports greedy exact matc
 corpus BLEU on the unseen test sentences, prints beam-search translations, and saves the
 checkpoint and the loss curve. `--resume` continues a saved run exactly: the same losses
 as a run that was never interrupted.
+
+Bad input is one line on stderr, never a traceback: a bad flag exits with status 2
+before any file is touched (train/arguments.py); a bad checkpoint, text the model cannot
+take or a loss that turns NaN exits with status 1.
 """
 # ruff: noqa: E402  (the thread setting below must come before NumPy is imported)
 
@@ -25,96 +29,93 @@ import time
 from collections.abc import Sequence
 
 import minigrad as mg
-from train.checkpoint import load_model, load_run, new_train_state, save_run
+from train.arguments import check_outputs, check_resume_flags, parse_args
+from train.checkpoint import (
+    CheckpointError,
+    load_model,
+    load_run,
+    new_train_state,
+    save_run,
+)
 from train.config import DEFAULTS, GPU_DEFAULTS
 from train.data import SEED_PAIRS, ToyTranslationData, make_dataset, tokenize_french
-from train.evaluate import beam_translations, score_test_set
+from train.evaluate import beam_translations, max_source_words, score_test_set
 from train.lexicon import FIXED_PHRASES
-from train.loop import IdPair, TrainState, append_jsonl, train
+from train.loop import IdPair, LossNotFinite, TrainState, train
 from train.plots import cross_attention, plot_attention, plot_loss_curve
+from train.run_log import RunLog
 
 __all__ = ["DEFAULTS", "GPU_DEFAULTS", "main"]
 
 # a fixed phrase ("merci") is one sentence among 20,000: repeat it so that it is learned
 PHRASE_COPIES = 50
 SHOWN_TEST_SENTENCES = 3  # test sentences translated with beams at the end of a run
-# Config fields settable from the command line: --steps, --batch-size, ...
-CONFIG_FIELDS = ("steps", "batch_size", "d_model", "layers", "heads", "ff", "dropout",
-                 "lr_factor", "warmup", "seed", "train_size", "eval_every")
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m train.toy_translate",
-        description="Train a Transformer on toy French->English translation, or translate "
-                    "with a trained one.")
-    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
-    for field in CONFIG_FIELDS:
-        cpu, gpu = getattr(DEFAULTS, field), getattr(GPU_DEFAULTS, field)
-        parser.add_argument("--" + field.replace("_", "-"), type=type(cpu), default=None,
-                            help=f"default {cpu} (CPU), {gpu} (GPU)")
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--top-beams", type=int, default=3)
-    parser.add_argument("--out-dir", default="runs",
-                        help="where the log, loss curve and default checkpoint go")
-    parser.add_argument("--save", metavar="PATH",
-                        help="checkpoint to write (default OUT_DIR/toy_translate.safetensors)")
-    parser.add_argument("--resume", metavar="PATH",
-                        help="continue this checkpoint's run (to --steps steps in all; the "
-                             "other hyperparameters come from the checkpoint), or translate "
-                             "with it")
-    parser.add_argument("--translate", metavar="TEXT",
-                        help="translate TEXT with a trained checkpoint instead of training")
-    parser.add_argument("--plot-attention", metavar="PNG",
-                        help="save the encoder-decoder attention of the translated sentence "
-                             "(\"je suis étudiant\" after training), one panel per head")
-    return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit status."""
+    """Run the command; returns the exit status: 0, 1 when it could not be done (a bad
+    checkpoint, input the model cannot take, a diverged run, a full disk), 2 for a bad
+    command line (checked before anything is touched)."""
     args = parse_args(argv)
     if args.device == "gpu" and not mg.cuda.is_available():
         print(f"toy_translate: --device gpu needs a CUDA GPU: {mg.cuda.unavailable_reason()}",
               file=sys.stderr)
         return 2
-    if args.save is None:
-        args.save = os.path.join(args.out_dir, "toy_translate.safetensors")
-    if args.translate is not None:
-        return translate_command(args)
-    return train_command(args)
+    try:
+        if args.translate is not None:
+            return translate_command(args)
+        return train_command(args)
+    except CheckpointError as exc:
+        return fail(str(exc))
+    except MemoryError as exc:
+        return fail(f"out of memory: {exc}")
+    except OSError as exc:  # the disk filled up, a folder went away...
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail(f"{where}{exc.strerror or exc}")
+
+
+def fail(message: str) -> int:
+    """Print one line on stderr; the exit status of a command that could not be done."""
+    print(f"toy_translate: {message}", file=sys.stderr)
+    return 1
 
 
 def train_command(args: argparse.Namespace) -> int:
     """Train (or resume), save, then evaluate on the test set and show translations."""
-    os.makedirs(args.out_dir, exist_ok=True)
-    log_path = os.path.join(args.out_dir, "toy_translate_log.jsonl")
+    state = None
     if args.resume:
-        state, config, src_vocab, tgt_vocab = load_run(args.resume, args.device)
-        config = config.updated(steps=args.steps)
+        state, saved_config, src_vocab, tgt_vocab = load_run(args.resume, args.device)
+        config = check_resume_flags(args, saved_config, state.step)
     else:
-        defaults = GPU_DEFAULTS if args.device == "gpu" else DEFAULTS
-        config = defaults.updated(**{field: getattr(args, field) for field in CONFIG_FIELDS})
-        state = None
-        open(log_path, "w").close()  # a fresh run starts a fresh log
+        config = args.config
+    check_outputs(args, training=True)
     data = make_dataset(seed=config.seed, n_train=config.train_size)
+    if state is not None and (src_vocab, tgt_vocab) != (data.src_vocab, data.tgt_vocab):
+        return fail(f"{args.resume} was trained on other vocabularies than this data set's")
+    # everything is checked: from here on, files are written
+    os.makedirs(args.out_dir, exist_ok=True)
+    log = RunLog(args.out_dir)
     if state is None:
         state = new_train_state(config, data.src_vocab, data.tgt_vocab, args.device)
-    elif (src_vocab, tgt_vocab) != (data.src_vocab, data.tgt_vocab):
-        print(f"toy_translate: {args.resume} was trained on other vocabularies than this "
-              "data set's", file=sys.stderr)
-        return 1
+        log.start_fresh()
+    elif dropped := log.keep_until(state.step):
+        print(f"{log.path}: dropped {dropped} lines logged after step {state.step}, the "
+              "checkpoint's")
     print(f"{len(data.train)} training pairs, vocabularies {len(data.src_vocab)} French / "
           f"{len(data.tgt_vocab)} English; {config}")
     started = time.perf_counter()
-    train(state, training_pairs(data), data.encode(data.val), steps=config.steps,
-          batch_size=config.batch_size, seed=config.seed,
-          label_smoothing=config.label_smoothing, device=args.device,
-          eval_every=config.eval_every, log=lambda record: append_jsonl(log_path, record))
+    try:
+        train(state, training_pairs(data), data.encode(data.val), steps=config.steps,
+              batch_size=config.batch_size, seed=config.seed,
+              label_smoothing=config.label_smoothing, device=args.device,
+              eval_every=config.eval_every, log=log.append)
+    except LossNotFinite as exc:
+        return fail(f"{exc}: training stopped and nothing was saved ({args.save} is as it "
+                    "was); a smaller --lr-factor or a longer --warmup may help")
     print(f"trained to step {state.step} in {time.perf_counter() - started:.0f} s")
     save_run(args.save, state, config, data.src_vocab, data.tgt_vocab)
     print(f"checkpoint saved to {args.save}")
-    report(args, state, data, log_path)
+    report(args, state, data, log)
     return 0
 
 
@@ -126,15 +127,15 @@ def training_pairs(data: ToyTranslationData) -> list[IdPair]:
 
 
 def report(args: argparse.Namespace, state: TrainState, data: ToyTranslationData,
-           log_path: str) -> None:
+           log: RunLog) -> None:
     """Test-set scores, beam translations of the seed examples and a few test sentences,
     the loss curve and, if asked, the attention heatmap."""
     scores = score_test_set(state.model, data.test, data.src_vocab, data.tgt_vocab,
                             args.device)
     print(f"test set ({len(data.test)} unseen sentences): exact match "
           f"{100 * scores.exact_match:.1f}%, BLEU {scores.bleu:.1f}")
-    append_jsonl(log_path, {"step": state.step, "test_exact_match": scores.exact_match,
-                            "test_bleu": scores.bleu})
+    log.append({"step": state.step, "test_exact_match": scores.exact_match,
+                "test_bleu": scores.bleu})
     examples = [(tokenize_french(fr), en) for fr, en in SEED_PAIRS]
     examples += [(src, " ".join(tgt)) for src, tgt in data.test[:SHOWN_TEST_SENTENCES]]
     beams = beam_translations(state.model, [src for src, _ in examples], data.src_vocab,
@@ -153,17 +154,18 @@ def translate_command(args: argparse.Namespace) -> int:
     """Translate args.translate with a saved checkpoint and print the top beams."""
     path = args.resume or args.save
     if not os.path.exists(path):
-        print(f"toy_translate: no checkpoint at {path}; train one first with "
-              "python -m train.toy_translate", file=sys.stderr)
-        return 1
+        return fail(f"no checkpoint at {path}; train one first with "
+                    "python -m train.toy_translate")
+    check_outputs(args, training=False)
     model, src_vocab, tgt_vocab = load_model(path, args.device)
     source = tokenize_french(args.translate)
+    if len(source) > max_source_words(model):
+        return fail(f"cannot translate {len(source)} words: this model takes at most "
+                    f"{max_source_words(model)} words")
     unknown = src_vocab.unknown_words(source)
-    if not source or unknown:
-        words = ", ".join(repr(word) for word in unknown) or "none at all"
-        print(f"toy_translate: cannot translate, words not in the French vocabulary: {words}",
-              file=sys.stderr)
-        return 1
+    if unknown:
+        words = ", ".join(repr(word) for word in unknown)
+        return fail(f"cannot translate, words not in the French vocabulary: {words}")
     beams = beam_translations(model, [source], src_vocab, tgt_vocab, args.device,
                               args.beam_size, args.top_beams)[0]
     print_beams(" ".join(source), beams)
@@ -185,6 +187,7 @@ def save_attention(model, source: list[str], translation: list[str],
                    data: ToyTranslationData, args: argparse.Namespace) -> None:
     weights = cross_attention(model, source, translation, data.src_vocab, data.tgt_vocab,
                               args.device)
+    os.makedirs(os.path.dirname(os.path.abspath(args.plot_attention)), exist_ok=True)
     plot_attention(weights, source, translation, args.plot_attention)
     print(f"attention heatmap saved to {args.plot_attention}")
 

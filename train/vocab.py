@@ -64,8 +64,13 @@ class Vocab:
 
     @classmethod
     def from_dict(cls, data: dict[str, list[str]]) -> "Vocab":
-        """Rebuild a vocabulary written by `to_dict`."""
-        tokens = list(data["tokens"])
+        """Rebuild a vocabulary written by `to_dict`; ValueError for anything else."""
+        if not isinstance(data, dict) or set(data) != {"tokens"}:
+            raise ValueError(f"a vocabulary is a dict with the one entry 'tokens', got "
+                             f"{str(data)[:80]}")
+        tokens = data["tokens"]
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise ValueError("a vocabulary's tokens must be a list of strings")
         if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
             raise ValueError(f"a vocabulary must start with {SPECIALS}, got {tokens[:4]}")
         return cls(tokens[len(SPECIALS) :])

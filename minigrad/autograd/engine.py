@@ -173,7 +173,7 @@ def _adopt(walk: _Walk, grad: TensorBase) -> TensorBase:
     """`grad` itself as a new `.grad` when nothing else holds its memory, else a copy: the
     caller's gradient, another leaf's .grad and read-only (broadcast) views are copied."""
     buffer = id(_buffer(grad.data))
-    if buffer in walk.owned or not grad.data.flags.writeable:
+    if buffer in walk.owned or not _writable(grad.data):
         grad = grad._wrap(grad.xp.array(grad.data, copy=True), grad.grad_fn)
         buffer = id(grad.data)
     walk.owned.add(buffer)
@@ -183,8 +183,19 @@ def _adopt(walk: _Walk, grad: TensorBase) -> TensorBase:
 def _accumulates_in_place(total: TensorBase, grad: TensorBase) -> bool:
     """`total.data += grad.data` is safe: same shape and dtype, writeable, no graph."""
     array = total.data
-    return (total.grad_fn is None and not total._requires_grad and array.flags.writeable
+    return (total.grad_fn is None and not total._requires_grad and _writable(array)
             and array.shape == grad.data.shape and array.dtype == grad.data.dtype)
+
+
+def _writable(array) -> bool:
+    """False for a read-only NumPy array and for a view that repeats elements (a zero
+    stride, as an expanded gradient has; CuPy allows writing into those)."""
+    if not getattr(array.flags, "writeable", True):
+        return False
+    for size, stride in zip(array.shape, array.strides):
+        if stride == 0 and size > 1:
+            return False
+    return True
 
 
 def _buffer(array):

@@ -68,16 +68,19 @@ class Function:
         if INSTRUMENTS.profiler is not None:
             return INSTRUMENTS.profiler.timed_apply(cls, inputs, params)
         node = cls()
-        node._saved = None
+        node._saved = ()
+        arrays = []
+        for t in inputs:
+            arrays.append(t.data)
         try:
-            out = node.forward(*[t.data for t in inputs], **params)
+            out = node.forward(*arrays, **params)
         except Exception as exc:
             # NumPy and CuPy reject bad shapes, and each other's arrays, in many ways
             if isinstance(exc, (ValueError, TypeError, IndexError)) or _mixes_devices(inputs):
                 raise _op_error(cls.__name__, inputs, exc) from exc
             raise
         if type(out) is not np.ndarray and isinstance(out, np.generic):
-            out = np.asarray(out)  # NumPy returns scalars from 0-d arithmetic
+            out = node._array_from_scalar(out)
         first = inputs[0]
         if MODES.grad_enabled:
             for t in inputs:
@@ -85,11 +88,22 @@ class Function:
                     return node._link(inputs, out)
         return first._wrap(out, None, first._version if cls.is_view else None)
 
+    def _array_from_scalar(self, scalar):
+        """NumPy returns a scalar from 0-d arithmetic: the output becomes a 0-d array, and so
+        does the scalar where forward saved it (backward must recognise its output)."""
+        out = np.asarray(scalar)
+        self._saved = tuple(out if array is scalar else array for array in self._saved)
+        return out
+
     def _link(self, inputs: tuple, out):
         """Make this node the creator of `out`: remember the inputs and their versions."""
         self.inputs = inputs
-        self.needs_input_grad = tuple(t._requires_grad for t in inputs)
-        self._versions = tuple(t._version[0] for t in inputs)
+        needs, versions = [], []
+        for t in inputs:
+            needs.append(t._requires_grad)
+            versions.append(t._version[0])
+        self.needs_input_grad = needs
+        self._versions = versions
         self._out_data = out
         self._freed = False
         self._hooks = self._retained = None
@@ -114,7 +128,7 @@ class Function:
                 "read saved tensors after they were freed). Saved arrays are freed after "
                 "backward; pass retain_graph=True to the first backward() to keep them."
             )
-        return tuple(self._as_tensor(array) for array in self._saved or ())
+        return tuple(map(self._as_tensor, self._saved))
 
     def _as_tensor(self, array):
         for index, t in enumerate(self.inputs):

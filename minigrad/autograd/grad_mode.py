@@ -13,11 +13,11 @@ import threading
 
 
 class _ThreadModes(threading.local):
-    """One instance per thread (threading.local calls __init__ in each new thread)."""
+    """Each thread sees its own attributes of the one instance; a thread that has not set
+    one reads the class attribute, its default."""
 
-    def __init__(self):
-        self.grad_enabled = True
-        self.anomaly = False
+    grad_enabled = True
+    anomaly = False
 
 
 MODES = _ThreadModes()

@@ -73,6 +73,7 @@ def _probe_cuda() -> tuple:
     Checked once per process; importing minigrad never runs it. Under MINIGRAD_FAKE_GPU=1
     the module is the CuPy stand-in, and the first use says so on stderr."""
     if fake_gpu_requested():
+        # the stand-in loads only when asked for, like CuPy itself
         from minigrad.testing import fake_cupy
 
         if os.environ.get("NUMBA_ENABLE_CUDASIM", "").strip() not in ("", "0"):
@@ -125,7 +126,7 @@ def cupyx_special():
     """cupyx.scipy.special, for the special functions of GPU arrays (the stand-in's
     under MINIGRAD_FAKE_GPU=1)."""
     if fake_gpu_requested():
-        from minigrad.testing import fake_cupyx
+        from minigrad.testing import fake_cupyx  # only when the stand-in is asked for
 
         return fake_cupyx.scipy.special
     import cupyx.scipy.special

@@ -1,6 +1,8 @@
 """Dropout layer: active in training mode, the identity after eval()."""
 from __future__ import annotations
 
+import numbers
+
 from minigrad.nn.functional.dropout import dropout
 from minigrad.nn.module import Module
 from minigrad.tensor import Tensor
@@ -12,6 +14,8 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
+        if isinstance(p, bool) or not isinstance(p, numbers.Real):
+            raise TypeError(f"Dropout: p must be a number, got {p!r}")
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Dropout: probability must be in [0, 1], got {p}")
         self.p = p

@@ -1,6 +1,8 @@
 """Embedding: a lookup table of vectors, one row per id."""
 from __future__ import annotations
 
+import numbers
+
 from minigrad import creation
 from minigrad.autograd import no_grad
 from minigrad.nn import init
@@ -17,11 +19,16 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  device=None, dtype=None) -> None:
         super().__init__()
+        num_embeddings = creation.as_size(num_embeddings, "Embedding", "num_embeddings")
+        embedding_dim = creation.as_size(embedding_dim, "Embedding", "embedding_dim")
         if padding_idx is not None:
+            if isinstance(padding_idx, bool) or not isinstance(padding_idx, numbers.Integral):
+                raise TypeError(f"Embedding: padding_idx must be an integer or None, got "
+                                f"{padding_idx!r}")
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for "
                                  f"{num_embeddings} embeddings")
-            padding_idx %= num_embeddings
+            padding_idx = int(padding_idx) % num_embeddings
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx

@@ -3,6 +3,7 @@ All draws come from minigrad's RNG, so `mg.manual_seed` makes them reproducible.
 from __future__ import annotations
 
 import math
+import warnings
 
 from minigrad.autograd import no_grad
 from minigrad.tensor import Tensor
@@ -74,6 +75,9 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
 def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu") -> Tensor:
     """U(-b, b) with b = gain * sqrt(3 / fan), gain = calculate_gain(nonlinearity, a)."""
+    if tensor.numel() == 0:  # as PyTorch: nn.Linear(0, n) is legal
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     fan = _fan(tensor, mode)
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
     return uniform_(tensor, -bound, bound)
@@ -82,6 +86,9 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
 def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu") -> Tensor:
     """N(0, std^2) with std = gain / sqrt(fan)."""
+    if tensor.numel() == 0:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
 

@@ -18,12 +18,13 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
-        self.weight = Parameter(creation.zeros(out_features, in_features, dtype=dtype,
-                                               device=device))
+        self.in_features = creation.as_size(in_features, "Linear", "in_features")
+        self.out_features = creation.as_size(out_features, "Linear", "out_features")
+        self.weight = Parameter(creation.zeros(self.out_features, self.in_features,
+                                               dtype=dtype, device=device))
         if bias:
-            self.bias = Parameter(creation.zeros(out_features, dtype=dtype, device=device))
+            self.bias = Parameter(creation.zeros(self.out_features, dtype=dtype,
+                                                 device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -1,6 +1,8 @@
 """LayerNorm: normalise over the trailing dims, then a learned scale and shift."""
 from __future__ import annotations
 
+import numbers
+
 from minigrad import creation
 from minigrad.nn.functional.normalization import layer_norm
 from minigrad.nn.module import Module
@@ -15,9 +17,14 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, int):
+        if not isinstance(normalized_shape, (tuple, list)):
             normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
+        self.normalized_shape = tuple(creation.as_size(n, "LayerNorm", "normalized_shape")
+                                      for n in normalized_shape)
+        if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+            raise TypeError(f"LayerNorm: eps must be a number, got {eps!r}")
+        if not eps >= 0:
+            raise ValueError(f"LayerNorm: eps must be non-negative, got {eps}")
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:

@@ -25,6 +25,12 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad))
 
+    def _state_kinds(self, group: dict) -> dict[str, str]:
+        kinds = {"step": "count", "exp_avg": "array", "exp_avg_sq": "array"}
+        if group["amsgrad"]:
+            kinds["max_exp_avg_sq"] = "array"
+        return kinds
+
     def _update(self, group: dict) -> None:
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]

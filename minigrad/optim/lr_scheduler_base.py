@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import warnings
 
-from minigrad.optim.optimizer import Optimizer
+from minigrad.optim.optimizer import Optimizer, check_same_kind
 
 
 class LRScheduler:
@@ -76,5 +76,14 @@ class LRScheduler:
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Continue the schedule saved by state_dict() (the optimizer's lrs are not
-        touched: load the optimizer's own state_dict for those)."""
+        touched: load the optimizer's own state_dict for those). ValueError, changing
+        nothing, for a dict with other entries or other kinds of value (a corrupt
+        checkpoint)."""
+        own = self.state_dict()
+        if not isinstance(state_dict, dict) or set(state_dict) != set(own):
+            found = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else state_dict
+            raise ValueError(f"{type(self).__name__}.load_state_dict: expected the entries "
+                             f"{sorted(own)}, got {str(found)[:80]}")
+        for name, value in state_dict.items():
+            check_same_kind(value, own[name], f"{type(self).__name__} state {name!r}")
         self.__dict__.update(copy.deepcopy(state_dict))

@@ -3,6 +3,7 @@ PyTorch's state_dict layout (parameters named by their index across all groups).
 from __future__ import annotations
 
 import copy
+import math
 
 from minigrad.autograd import enable_grad, no_grad
 from minigrad.backend import to_device
@@ -82,28 +83,93 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """Restore hyperparameters and state (copied, cast to each parameter's device)."""
-        groups = state_dict["param_groups"]
-        if len(groups) != len(self.param_groups):
-            raise ValueError(f"loaded state dict has {len(groups)} parameter groups, the "
-                             f"optimizer has {len(self.param_groups)}")
-        params_by_index = {}
-        for saved, group in zip(groups, self.param_groups, strict=True):
-            if len(saved["params"]) != len(group["params"]):
-                raise ValueError(
-                    f"loaded state dict has a parameter group of {len(saved['params'])} "
-                    f"parameters where the optimizer's group has {len(group['params'])}"
-                )
-            params_by_index.update(zip(saved["params"], group["params"], strict=True))
+        """Restore hyperparameters and state (copied, cast to each parameter's device).
+        Raises ValueError, before changing anything, for a state dict that does not fit
+        this optimizer: other groups or sizes, other hyperparameters or kinds of value,
+        state for unknown parameters, or state entries of the wrong name or shape."""
+        params_by_index = self._check_groups(state_dict)
+        states = state_dict["state"]
+        if not isinstance(states, dict):
+            raise ValueError(f"loaded state dict's 'state' must be a dict, got "
+                             f"{type(states).__name__}")
+        for index, entries in states.items():
+            if index not in params_by_index:
+                raise ValueError(f"loaded state dict has state for parameter {index!r}, which "
+                                 "no parameter group holds")
+            param, group = params_by_index[index]
+            self._check_state(index, entries, param, group)
         self.state = {}
-        for index, entries in state_dict["state"].items():
-            param = params_by_index[int(index)]
+        for index, entries in states.items():
+            param = params_by_index[index][0]
             self.state[param] = {name: _state_value(value, param)
                                  for name, value in entries.items()}
-        for saved, group in zip(groups, self.param_groups, strict=True):
+        for saved, group in zip(state_dict["param_groups"], self.param_groups, strict=True):
             for name, value in saved.items():
                 if name != "params":
                     group[name] = copy.deepcopy(value)
+
+    def _state_kinds(self, group: dict) -> dict[str, str] | None:
+        """The entries of one parameter's state: {name: "array" (shaped like the
+        parameter) or "count" (an int >= 0)}; None where any entries are allowed."""
+        return None
+
+    def _check_groups(self, state_dict) -> dict:
+        """{saved index: (parameter, its group)} after checking the param_groups."""
+        if not isinstance(state_dict, dict) or set(state_dict) != {"state", "param_groups"}:
+            raise ValueError("loaded state dict must be a dict with the keys 'state' and "
+                             f"'param_groups', got {str(state_dict)[:80]}")
+        groups = state_dict["param_groups"]
+        if not isinstance(groups, list) or len(groups) != len(self.param_groups):
+            count = len(groups) if isinstance(groups, list) else type(groups).__name__
+            raise ValueError(f"loaded state dict has {count} parameter groups, the "
+                             f"optimizer has {len(self.param_groups)}")
+        params_by_index = {}
+        for number, (saved, group) in enumerate(zip(groups, self.param_groups, strict=True)):
+            where = f"parameter group {number}"
+            required = {"params", *self.defaults}
+            if not isinstance(saved, dict) or not required <= set(saved):
+                found = sorted(map(str, saved)) if isinstance(saved, dict) else saved
+                raise ValueError(f"loaded state dict's {where} has the entries {found}, "
+                                 f"expected at least {sorted(required)}")
+            for name, value in saved.items():
+                if name in group and name != "params":
+                    check_same_kind(value, group[name], f"{where}'s {name!r}")
+                elif name != "params" and not _is_plain(value):
+                    # entries this optimizer lacks (a scheduler's initial_lr) are plain values
+                    raise ValueError(f"loaded state dict's {where} has {name!r} = "
+                                     f"{str(value)[:60]}; expected a number, bool, str or None")
+            indices = saved["params"]
+            if not isinstance(indices, list) or len(indices) != len(group["params"]):
+                raise ValueError(
+                    f"loaded state dict has a parameter group of {_length(indices)} "
+                    f"parameters where the optimizer's group has {len(group['params'])}")
+            for index, param in zip(indices, group["params"], strict=True):
+                if type(index) is not int or index in params_by_index:
+                    raise ValueError(f"loaded state dict's {where} lists parameter "
+                                     f"{index!r}, which is not a new integer index")
+                params_by_index[index] = (param, group)
+        return params_by_index
+
+    def _check_state(self, index, entries, param: Tensor, group: dict) -> None:
+        where = f"loaded state of parameter {index}"
+        kinds = self._state_kinds(group)
+        if not isinstance(entries, dict) or (kinds is not None and set(entries) != set(kinds)):
+            found = (sorted(map(str, entries)) if isinstance(entries, dict)
+                     else type(entries).__name__)
+            raise ValueError(f"{where} has the entries {found}, expected {sorted(kinds or [])}")
+        for name, value in entries.items():
+            kind = (kinds or {}).get(name, "array" if hasattr(value, "shape") else "number")
+            if kind == "array":
+                if not _is_float_array(value) or tuple(value.shape) != tuple(param.shape):
+                    found = (f"{value.dtype} of shape {tuple(value.shape)}"
+                             if hasattr(value, "shape") else repr(value))
+                    raise ValueError(f"{where}: {name!r} must be a floating array of the "
+                                     f"parameter's shape {tuple(param.shape)}, got {found}")
+            elif kind == "count":
+                if type(value) is not int or value < 0:
+                    raise ValueError(f"{where}: {name!r} must be an int >= 0, got {value!r}")
+            else:
+                check_same_kind(value, 0.0, f"{where}'s {name!r}")
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -111,6 +177,42 @@ class Optimizer:
             lines.append(f"Parameter Group {index}")
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def check_same_kind(saved, current, where: str) -> None:
+    """ValueError unless `saved` is the same kind of value as `current`: a finite number
+    for a number, a bool for a bool, a same-length tuple or list of such, an equal-typed
+    string or None; for checking loaded hyperparameters and scheduler state."""
+    if isinstance(current, bool) or current is None or isinstance(current, str):
+        ok = type(saved) is type(current)
+    elif isinstance(current, (int, float)):
+        ok = (isinstance(saved, (int, float)) and not isinstance(saved, bool)
+              and math.isfinite(saved))
+    elif isinstance(current, (tuple, list)):
+        ok = isinstance(saved, (tuple, list)) and len(saved) == len(current)
+        if ok:
+            for i, (item, reference) in enumerate(zip(saved, current, strict=True)):
+                check_same_kind(item, reference, f"{where}[{i}]")
+    else:
+        ok = True  # an object the optimizer made: nothing to compare
+    if not ok:
+        raise ValueError(f"{where} must be like {current!r}, got {str(saved)[:60]}")
+
+
+def _is_float_array(value) -> bool:
+    if isinstance(value, Tensor):
+        return value.dtype.is_floating_point
+    return hasattr(value, "shape") and hasattr(value, "dtype") and value.dtype.kind == "f"
+
+
+def _is_plain(value) -> bool:
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def _length(value) -> str:
+    return str(len(value)) if isinstance(value, list) else type(value).__name__
 
 
 def _state_value(value, param: Tensor):

@@ -136,7 +136,7 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
 
     @property
     def device(self):
-        from minigrad.testing.fake_cupy import cuda
+        from minigrad.testing.fake_cupy import cuda  # the stand-in's modules import one another
 
         return cuda.Device(0)
 
@@ -251,11 +251,13 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
         return adopt(self._host.astype(dtype, order=order, casting=casting or "unsafe"))
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # the stand-in's modules import one another
         from minigrad.testing.fake_cupy import _functions
 
         return _functions.dispatch_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        # the stand-in's modules import one another
         from minigrad.testing.fake_cupy import _functions
 
         return _functions.dispatch_function(func, types, args, kwargs)
@@ -264,7 +266,7 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
         return (2, 0)  # kDLCUDA, device 0
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from minigrad.testing.fake_cupy import _dlpack
+        from minigrad.testing.fake_cupy import _dlpack  # the stand-in's modules import one another
 
         return _dlpack.export(self, stream, max_version, dl_device, copy)
 

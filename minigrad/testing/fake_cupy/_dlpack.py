@@ -80,7 +80,7 @@ class _HostCapsule:
 def from_dlpack(array, *, device=None, copy=None) -> ndarray:
     """cupy.from_dlpack: a device array sharing memory with a DLPack producer on the
     (stand-in) GPU; CPU producers are refused, as in CuPy."""
-    from minigrad.testing.fake_cupy import cuda
+    from minigrad.testing.fake_cupy import cuda  # the stand-in's modules import one another
 
     if device is not None:
         raise NotImplementedError("from_dlpack() does not support device yet.")

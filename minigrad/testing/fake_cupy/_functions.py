@@ -184,7 +184,7 @@ def asnumpy(a, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
 
 def get_array_module(*args):
     """The stand-in module when any argument is a device array, else numpy."""
-    from minigrad.testing import fake_cupy
+    from minigrad.testing import fake_cupy  # the stand-in's modules import one another
 
     return fake_cupy if any(type(a) is ndarray for a in args) else np
 
@@ -209,7 +209,7 @@ FUNCTIONS = _build()
 def dispatch_ufunc(numpy_ufunc, method: str, inputs: tuple, kwargs: dict):
     """CuPy's __array_ufunc__: the same-named CuPy ufunc (or cupyx.scipy.special one);
     NotImplemented for a ufunc CuPy lacks or an operand it cannot take."""
-    from minigrad.testing import fake_cupyx
+    from minigrad.testing import fake_cupyx  # the stand-in's modules import one another
 
     name = numpy_ufunc.__name__
     device_ufunc = FUNCTIONS.get(name) or getattr(fake_cupyx.scipy.special, name, None)
@@ -229,7 +229,7 @@ def dispatch_ufunc(numpy_ufunc, method: str, inputs: tuple, kwargs: dict):
 def dispatch_function(numpy_function, types, args: tuple, kwargs: dict):
     """CuPy's __array_function__: the same-named CuPy function, else NotImplemented
     (NumPy then raises TypeError)."""
-    from minigrad.testing import fake_cupy
+    from minigrad.testing import fake_cupy  # the stand-in's modules import one another
 
     try:
         module = functools.reduce(getattr, numpy_function.__module__.split(".")[1:],

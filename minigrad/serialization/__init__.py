@@ -1,0 +1,149 @@
+"""Checkpoints without pickle: mg.save(obj, path) / mg.load(path, map_location=None).
+
+`obj` is a nested structure of dicts (str or int keys), lists, tuples, tensors, NumPy
+arrays, Python numbers, strings, booleans and None: model and optimizer state dicts,
+scheduler state, RNG state, the step. The file is a plain safetensors file: every tensor
+and array is stored under a dotted key made from its path ("model.0.weight"), and the
+structure itself is JSON in the header's `__metadata__["minigrad"]`, where a tensor
+appears as a reference to its key (structure.py). Loading parses JSON and raw
+little-endian arrays only, validating every field first (safetensors_file.py), so a
+hostile file can be refused but can never run code or make load allocate more than the
+file holds. A safetensors file written by another tool (safetensors.torch.save_file, say)
+loads as a flat {name: tensor} dict. Saving replaces the file atomically and leaves no
+temporary behind, even when killed (atomic.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from minigrad import dtypes
+from minigrad.backend import Device, as_device, cuda_unavailable_reason, to_device
+from minigrad.backend.device import CPU
+from minigrad.serialization import safetensors_file, structure
+from minigrad.serialization.atomic import replace_file
+from minigrad.serialization.json_checks import loads_checked
+from minigrad.tensor import Tensor, constant
+
+FORMAT = "minigrad.checkpoint/1"
+_METADATA_KEY = "minigrad"
+_INT64_MAX = np.iinfo(np.int64).max
+_MINIGRAD_NUMPY_DTYPES = frozenset(d.np for d in dtypes.ALL)
+
+
+def save(obj, path: str | os.PathLike) -> None:
+    """Write `obj` to `path` atomically (GPU tensors are saved from host copies and load
+    back onto the GPU unless load's map_location says otherwise)."""
+    arrays: dict[str, np.ndarray] = {}
+    header = json.dumps({"format": FORMAT, "structure": structure.encode(obj, arrays)})
+    replace_file(os.fspath(path),
+                 lambda file: safetensors_file.write(file, arrays, {_METADATA_KEY: header}))
+
+
+def load(path: str | os.PathLike, map_location=None):
+    """Read a checkpoint that save() wrote, or any safetensors file.
+
+    Tensors come back where they were saved from, or where `map_location` puts them:
+    "cpu", "gpu" (aliases "cuda", "cuda:0"), a Device, or a dict mapping saved devices to
+    devices ({"gpu": "cpu"}); NumPy arrays stay arrays. A safetensors file written by
+    another tool loads as a flat {name: tensor} dict on the CPU (or on map_location),
+    with its names unchanged; integer dtypes other than int64 widen to int64 and bfloat16
+    to float32, exactly. Raises ValueError naming the file and the problem for anything
+    else (a pickle, a zip, a truncated or corrupt file), OSError if it cannot be read,
+    RuntimeError if a tensor must go to a GPU this machine does not have.
+    """
+    placement = _Placement(map_location)
+    path = os.fspath(path)
+    try:
+        metadata, arrays = safetensors_file.read(path)
+    except ValueError:
+        _refuse_other_formats(path)
+        raise
+    if _METADATA_KEY not in metadata:
+        return {name: placement.tensor(array, name, "cpu", path)
+                for name, array in sorted(arrays.items())}
+    header = loads_checked(metadata[_METADATA_KEY], max_depth=structure.MAX_JSON_DEPTH,
+                           allow_nan=True, what=f"{path}: the minigrad structure")
+    if not (isinstance(header, dict) and set(header) == {"format", "structure"}
+            and header["format"] == FORMAT):
+        found = header.get("format") if isinstance(header, dict) else None
+        raise ValueError(f"{path}: expected a {FORMAT!r} structure, found format {found!r}")
+
+    def make_tensor(array, key, device):
+        return placement.tensor(array, key, device, path)
+
+    try:
+        return structure.decode(header["structure"], arrays, make_tensor)
+    except ValueError as exc:
+        if str(exc).startswith(path):
+            raise
+        raise ValueError(f"{path}: corrupt checkpoint structure: {exc}") from None
+
+
+def _refuse_other_formats(path: str) -> None:
+    """Name pickles and zip archives (torch.save's formats) when a file is not safetensors."""
+    with open(path, "rb") as file:
+        magic = file.read(2)
+    if magic[:1] == b"\x80":
+        raise ValueError(f"{path}: this is a pickle file; minigrad checkpoints never "
+                         "unpickle (refusing to load it)")
+    if magic == b"PK":
+        raise ValueError(f"{path}: this is a zip archive (a torch.save file?), not a "
+                         "safetensors checkpoint; minigrad never unpickles")
+
+
+class _Placement:
+    """Where each loaded tensor goes: map_location resolved once, up front."""
+
+    def __init__(self, map_location) -> None:
+        if map_location is None:
+            self.mapping = {}
+        elif isinstance(map_location, dict):
+            self.mapping = {_saved_device(saved, map_location): _device(target, map_location)
+                            for saved, target in map_location.items()}
+        else:
+            target = _device(map_location, map_location)
+            self.mapping = {"cpu": target, "gpu": target}
+
+    def tensor(self, array: np.ndarray, key: str, saved_device: str, path: str) -> Tensor:
+        array = _tensor_array(array, key, path)
+        device = self.mapping.get(saved_device)
+        if device is None:
+            if saved_device == "gpu" and cuda_unavailable_reason():
+                raise RuntimeError(
+                    f"{path}: tensor {key!r} was saved from the GPU, but this machine "
+                    f"cannot use one ({cuda_unavailable_reason()}); pass map_location='cpu'")
+            device = CPU if saved_device == "cpu" else as_device("gpu")
+        return constant(array if device == CPU else to_device(array, device))
+
+
+def _device(location, map_location) -> Device:
+    """The Device a location of map_location names (RuntimeError for an unusable GPU)."""
+    return as_device(_saved_device(location, map_location))
+
+
+def _saved_device(location, map_location) -> str:
+    """'cpu' or 'gpu' for a location of map_location, or a clear error."""
+    if isinstance(location, Device):
+        return location.type
+    if not isinstance(location, str):
+        raise TypeError(f"load: map_location must be 'cpu', 'gpu', a Device or a dict of "
+                        f"them, got {map_location!r}")
+    try:
+        return Device(location.lower()).type
+    except KeyError:
+        raise ValueError(f"load: unknown map_location {location!r}: expected 'cpu' or 'gpu' "
+                         "(aliases 'cuda', 'cuda:0') or a Device") from None
+
+
+def _tensor_array(array: np.ndarray, key: str, path: str) -> np.ndarray:
+    """`array` in the minigrad dtype that holds it exactly (int8-32 and uint8-32 widen to
+    int64), or ValueError for uint64 values beyond int64."""
+    if array.dtype in _MINIGRAD_NUMPY_DTYPES:
+        return array
+    if array.dtype == np.uint64 and array.size and array.max() > _INT64_MAX:
+        raise ValueError(f"{path}: tensor {key!r} holds uint64 values beyond int64, the "
+                         "widest integer minigrad has")
+    return array.astype(dtypes.from_numpy(array.dtype).np)

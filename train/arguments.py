@@ -1,0 +1,175 @@
+"""The command line of `python -m train.toy_translate`, checked before anything is touched.
+
+Every value is checked as it is parsed (each hyperparameter against its rule in
+train/config.py), then the flags against each other, then the places the run will write
+to; any problem is one argparse-style line on stderr and exit status 2, and no file has
+been opened, created or truncated yet."""
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import NoReturn
+
+from train.config import DEFAULTS, FIELD_RULES, GPU_DEFAULTS, Config, Rule
+from train.data import tokenize_french
+from train.run_log import LOG_NAME
+
+# Config fields settable from the command line: --steps, --batch-size, ...
+CONFIG_FIELDS = ("steps", "batch_size", "d_model", "layers", "heads", "ff", "dropout",
+                 "lr_factor", "warmup", "seed", "train_size", "eval_every")
+_POSITIVE_INT = Rule(int, 1)
+
+
+def usage_error(message: str) -> NoReturn:
+    """Print one argparse-style line and exit with status 2."""
+    print(f"toy_translate: error: {message} (see --help)", file=sys.stderr)
+    raise SystemExit(2)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse's own: usage lines, then this
+        usage_error(message)
+
+
+def flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed and checked flags; `args.config` is the run's Config for a fresh run."""
+    parser = _Parser(
+        prog="python -m train.toy_translate",
+        description="Train a Transformer on toy French->English translation, or translate "
+                    "with a trained one.")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    for field in CONFIG_FIELDS:
+        cpu, gpu = getattr(DEFAULTS, field), getattr(GPU_DEFAULTS, field)
+        parser.add_argument(flag(field), type=_checked(FIELD_RULES[field]), default=None,
+                            help=f"{FIELD_RULES[field]}; default {cpu} (CPU), {gpu} (GPU)")
+    parser.add_argument("--beam-size", type=_checked(_POSITIVE_INT), default=4)
+    parser.add_argument("--top-beams", type=_checked(_POSITIVE_INT), default=3,
+                        help="how many of the beams to print; at most --beam-size")
+    parser.add_argument("--out-dir", default="runs",
+                        help="where the log, loss curve and default checkpoint go")
+    parser.add_argument("--save", metavar="PATH",
+                        help="checkpoint to write (default OUT_DIR/toy_translate.safetensors)")
+    parser.add_argument("--resume", metavar="PATH",
+                        help="continue this checkpoint's run (to --steps steps in all; the "
+                             "other hyperparameters come from the checkpoint), or translate "
+                             "with it")
+    parser.add_argument("--translate", metavar="TEXT", type=_french_text,
+                        help="translate TEXT with a trained checkpoint instead of training")
+    parser.add_argument("--plot-attention", metavar="PNG",
+                        help="save the encoder-decoder attention of the translated sentence "
+                             "(\"je suis étudiant\" after training), one panel per head")
+    args = parser.parse_args(argv)
+    _check_combinations(args)
+    if args.save is None:
+        args.save = os.path.join(args.out_dir, "toy_translate.safetensors")
+    return args
+
+
+def _checked(rule: Rule):
+    """An argparse type: the flag's value parsed and checked against `rule`."""
+    def parse(text: str):
+        try:
+            return rule.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = rule.kind.__name__
+    return parse
+
+
+def _french_text(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # bytes Python could not decode arrive as surrogates
+        bad = text[exc.start].encode("utf-8", "surrogateescape")
+        raise argparse.ArgumentTypeError(
+            f"the text is not valid UTF-8 (byte 0x{bad.hex()} at character {exc.start})"
+        ) from None
+    if not tokenize_french(text):
+        raise argparse.ArgumentTypeError(f"no French words to translate in {text!r}")
+    return text
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    given = [field for field in CONFIG_FIELDS if getattr(args, field) is not None]
+    if args.translate is not None and given:
+        usage_error(f"argument {flag(given[0])}: not allowed with --translate (translating "
+                    "uses the checkpoint's model)")
+    if args.top_beams > args.beam_size:
+        usage_error(f"argument --top-beams: {args.top_beams} is more than --beam-size "
+                    f"{args.beam_size}")
+    defaults = GPU_DEFAULTS if args.device == "gpu" else DEFAULTS
+    d_model = args.d_model or defaults.d_model
+    heads = args.heads or defaults.heads
+    if d_model % heads:
+        usage_error(f"argument --heads: --d-model {d_model} is not divisible by --heads "
+                    f"{heads}")
+    try:
+        args.config = None if args.resume else defaults.updated(
+            **{field: getattr(args, field) for field in CONFIG_FIELDS})
+    except ValueError as exc:  # every field was checked: only a rule across fields is left
+        usage_error(str(exc))
+
+
+def check_resume_flags(args: argparse.Namespace, saved: Config, step: int) -> Config:
+    """The config of a resumed run: the checkpoint's, with --steps; a flag that would
+    change another hyperparameter is a usage error (the run would not be the same)."""
+    for field in CONFIG_FIELDS:
+        value = getattr(args, field)
+        if field != "steps" and value is not None and value != getattr(saved, field):
+            usage_error(f"argument {flag(field)}: the checkpoint's run has {field} "
+                        f"{getattr(saved, field)}; a resumed run keeps its hyperparameters "
+                        "(only --steps may change)")
+    if args.steps is not None and args.steps < step:
+        usage_error(f"argument --steps: {args.steps} is less than the checkpoint's step "
+                    f"{step}")
+    return saved.updated(steps=args.steps)
+
+
+def check_outputs(args: argparse.Namespace, training: bool) -> None:
+    """Make sure every file the command will write can be written, before it starts."""
+    if training:
+        _check_folder("--out-dir", args.out_dir)
+        log_path = os.path.join(args.out_dir, LOG_NAME)
+        if os.path.isdir(log_path):
+            usage_error(f"argument --out-dir: {log_path} is a folder, not a log file")
+        _check_file("--save", args.save)
+    if args.plot_attention:
+        _check_file("--plot-attention", args.plot_attention)
+        _check_image_format(args.plot_attention)
+
+
+def _check_file(option: str, path: str) -> None:
+    if os.path.isdir(path):
+        usage_error(f"argument {option}: {path} is a folder, not a file")
+    _check_folder(option, os.path.dirname(os.path.abspath(path)))
+
+
+def _check_folder(option: str, folder: str) -> None:
+    """The folder, or the nearest part of its path that exists, must take a new file."""
+    existing = os.path.abspath(folder)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        usage_error(f"argument {option}: cannot create {folder}: {existing} is a file")
+    try:  # an unnamed file, gone when closed: os.access is wrong for root and NFS
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        usage_error(f"argument {option}: cannot write in {existing}: "
+                    f"{exc.strerror or exc}")
+
+
+def _check_image_format(path: str) -> None:
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    formats = FigureCanvasBase.get_supported_filetypes()
+    extension = os.path.splitext(path)[1].lstrip(".").lower()
+    if extension not in formats:
+        usage_error(f"argument --plot-attention: cannot save a {extension or 'nameless'} "
+                    f"image; use one of {', '.join(sorted(formats))}")
