@@ -3,6 +3,7 @@ held-out digits, its checkpoint reloads, a resumed run repeats an uninterrupted 
 for bit, the PyTorch comparison runs the same model, and missing requirements fail with
 one line."""
 
+import os
 import re
 import subprocess
 import sys
@@ -18,9 +19,10 @@ pytest.importorskip("sklearn")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "train.digits", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def held_out_accuracies(stdout: str) -> list[float]:
@@ -87,6 +89,16 @@ def test_compare_torch_trains_the_same_model_in_pytorch(tmp_path):
     assert rows[0].startswith("| framework") and len(rows) == 3
     assert rows[1].startswith("| minigrad") and rows[2].startswith("| PyTorch 2.")
     assert all(accuracy > 50.0 for accuracy in held_out_accuracies("\n".join(rows)))
+
+
+def test_trains_on_the_gpu_path_of_the_cupy_stand_in(tmp_path):
+    """--device gpu end to end on the CuPy stand-in (MINIGRAD_FAKE_GPU=1): the batches
+    move to the device, the checkpoint reloads there."""
+    result = run_cli("--device", "gpu", "--epochs", "2", "--out-dir", str(tmp_path),
+                     env={"MINIGRAD_FAKE_GPU": "1"})
+    assert result.returncode == 0, result.stderr
+    assert held_out_accuracies(result.stdout)[1] >= 80.0
+    assert "reloaded: held-out accuracy" in result.stdout
 
 
 def test_build_model_gives_both_libraries_the_same_state_dict_names():
