@@ -74,7 +74,9 @@ def make_batch(config: Config, seed: int = 0):
 # ----------------------------------------------------------------------------- frameworks
 
 
-def minigrad_step_fn(config: Config, batch, device: str):
+def minigrad_step_fn(config: Config, batch, device: str, wrap=None):
+    """A training step of minigrad on `batch`; `wrap(model)` (a DistributedDataParallel,
+    say) is trained instead of the model when given."""
     import minigrad as mg
     import minigrad.nn.functional as F
     from models import Transformer
@@ -83,6 +85,8 @@ def minigrad_step_fn(config: Config, batch, device: str):
     model = Transformer(config.vocab, config.vocab, d_model=config.d_model, nhead=config.nhead,
                         num_encoder_layers=config.layers, num_decoder_layers=config.layers,
                         dim_feedforward=config.ff, dropout=config.dropout).to(device)
+    if wrap is not None:
+        model = wrap(model)
     optimizer = mg.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     src_np, tgt_np = batch
     src = mg.tensor(src_np, device=device)

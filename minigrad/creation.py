@@ -13,8 +13,8 @@ import operator
 import numpy as np
 
 from minigrad import dtypes
-from minigrad import random as _random
 from minigrad.backend import as_device, to_device
+from minigrad.generator import source as random_source
 from minigrad.tensor import Tensor, constant
 
 # NumPy's limit on dimensions, and so minigrad's
@@ -153,34 +153,69 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
     return _make(np.eye(n, m, dtype=_float(dtype, "eye").np), device, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1)."""
+def rand(*size, generator=None, dtype=None, device=None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) (from `generator` when given, see mg.Generator)."""
     shape, dtype = _shape(size, "rand"), _floating(dtype, "rand")
     device = as_device(device)
-    return _make(_random.uniform(shape, 0.0, 1.0, dtype, device), device, requires_grad)
+    array = random_source(generator).uniform(shape, 0.0, 1.0, dtype, device)
+    return _make(array, device, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
+def randn(*size, generator=None, dtype=None, device=None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples (from `generator` when given, see mg.Generator)."""
     shape, dtype = _shape(size, "randn"), _floating(dtype, "randn")
     device = as_device(device)
-    return _make(_random.normal(shape, 0.0, 1.0, dtype, device), device, requires_grad)
+    array = random_source(generator).normal(shape, 0.0, 1.0, dtype, device)
+    return _make(array, device, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
-    """Integers uniform in [low, high) (or [0, low) when high is omitted)."""
-    if high is None:
-        low, high = 0, low
-    low, high = _integer(low, "randint", "low"), _integer(high, "randint", "high")
-    if low >= high:
-        raise ValueError(f"randint: low must be less than high, got low={low}, high={high}")
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
+    """Integers uniform in [low, high), as torch.randint: randint(high, size) or
+    randint(low, high, size), size a tuple; low defaults to 0. Keywords work too."""
+    low, high, size = _randint_arguments(list(args), low, high, size)
     shape = _shape((size,), "randint")
     device = as_device(device)
-    array = _random.integers(low, high, shape, device)
+    array = random_source(generator).integers(low, high, shape, device)
     dtype = _dtype_or_none(dtype, "randint")
     if dtype is not None and dtype.np != array.dtype:
         array = array.astype(dtype.np)
-    return _make(array, device, False)
+    return _make(array, device, requires_grad)
+
+
+def _randint_arguments(positional: list, low, high, size) -> tuple:
+    if size is None and positional and isinstance(positional[-1], (tuple, list)):
+        size = positional.pop()
+    if high is None and positional:
+        high = positional.pop()
+    if low is None:
+        low = positional.pop() if positional else 0
+    if positional or high is None or size is None:
+        raise TypeError(
+            "randint: expected randint(high, size) or randint(low, high, size) with size a "
+            f"tuple such as (3,); got low={low!r}, high={high!r}, size={size!r}"
+            + (f" and extra arguments {positional}" if positional else "")
+        )
+    low, high = _integer(low, "randint", "low"), _integer(high, "randint", "high")
+    if low >= high:
+        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    return low, high, size
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0, ..., n - 1 (int64 unless dtype says otherwise)."""
+    n = as_size(n, "randperm", "n")
+    device = as_device(device)
+    # the order that sorts n uniform draws is a uniformly random permutation
+    keys = random_source(generator).uniform((n,), 0.0, 1.0, dtypes.float64, device)
+    array = keys.argsort().astype(np.int64)
+    dtype = _dtype_or_none(dtype, "randperm")
+    if dtype is not None and dtype.np != array.dtype:
+        array = array.astype(dtype.np)
+    return _make(array, device, requires_grad)
 
 
 # ----------------------------------------------------------------------------- checks

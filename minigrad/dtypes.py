@@ -37,8 +37,32 @@ float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 
 ALL = (bool_, int64, float16, float32, float64)
+
+
+class _Unsupported(dtype):
+    """A PyTorch dtype minigrad names but cannot compute in: naming it works (code that
+    picks a dtype by name imports fine), using it raises a TypeError that says why."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, name: str, category: int, reason: str):  # no super(): no NumPy dtype
+        self.name, self.category, self.reason = name, category, reason
+        self.is_floating_point = category == 2
+
+    @property
+    def np(self):
+        raise TypeError(f"minigrad.{self.name} is not supported: {self.reason}")
+
+    itemsize = np
+
+
+# NumPy has no bfloat16, and neither has CuPy; ml_dtypes' NumPy bfloat16 computes by
+# converting every element through float32 (slower than float32, no memory saved during
+# the math) and exists on the CPU only
+bfloat16 = _Unsupported("bfloat16", 2, "NumPy and CuPy have no bfloat16 arithmetic; use "
+                                       "minigrad.float16 (half precision) or minigrad.float32")
 _BY_NUMPY = {d.np: d for d in ALL}
-_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME = {d.name: d for d in (*ALL, bfloat16)}
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
 

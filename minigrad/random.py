@@ -159,3 +159,9 @@ def uniform_like(t, low: float, high: float):
 
 def normal_like(t, mean: float, std: float):
     return normal(t.shape, mean, std, t.dtype, t.device)
+
+
+def manual_seed_gpu(seed: int) -> None:
+    """Seed the GPU generator alone (mg.cuda.manual_seed)."""
+    global _gpu
+    _gpu = _GpuGenerator(seed)

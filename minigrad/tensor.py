@@ -12,11 +12,12 @@ import weakref
 
 import numpy as np
 
-from minigrad import dtypes, ops
-from minigrad import random as _random
+from minigrad import dtypes, ops, suggest
 from minigrad.autograd import engine
 from minigrad.backend import array_module, as_device, to_device
 from minigrad.backend.device import CPU
+from minigrad.generator import source as random_source
+from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
 
 
@@ -59,7 +60,14 @@ class Tensor(TensorBase):
         return self.permute(*reversed(range(self.ndim)))
 
     def size(self, dim: int | None = None):
-        return self.shape if dim is None else self.shape[dim]
+        """The shape (an mg.Size), or the size of one dim."""
+        if dim is None:
+            return self.shape
+        return self.data.shape[normalize_dim(dim, self.ndim, "size")]
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie in row-major order without gaps (see view())."""
+        return bool(self.data.flags.c_contiguous)
 
     def numel(self) -> int:
         return int(self.data.size)
@@ -71,6 +79,21 @@ class Tensor(TensorBase):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
+
+    def __format__(self, spec: str) -> str:
+        """f"{loss:.4f}" formats a 0-d tensor as its number; others take only "", as in torch."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if not spec:
+            return str(self)
+        raise TypeError(
+            f"unsupported format string {spec!r} passed to Tensor.__format__: only 0-d "
+            f"tensors format as numbers, this one has shape {tuple(self.shape)}; use "
+            ".item() or .tolist()"
+        )
+
+    def __dir__(self):
+        return [name for name in super().__dir__() if name not in self._hints]
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", precision=4, prefix="tensor(")
@@ -246,6 +269,7 @@ class Tensor(TensorBase):
     __truediv__ = ops.div
     __pow__ = ops.pow
     __matmul__ = ops.matmul
+    __floordiv__ = ops.floor_divide
     __eq__ = ops.eq
     __ne__ = ops.ne
     __lt__ = ops.lt
@@ -278,60 +302,29 @@ class Tensor(TensorBase):
     def __rmatmul__(self, other):
         return ops.matmul(other, self)
 
+    def __rfloordiv__(self, other):
+        return ops.floor_divide(other, self)
+
     __hash__ = object.__hash__
 
     # A method whose arguments are those of the op, self first, is the op function itself:
-    # x.exp() is mg.exp(x), x.sum(1) is mg.sum(x, 1). The others adapt their arguments.
-    # ------------------------------------------------------------------ elementwise
-    exp = ops.exp
-    log = ops.log
-    sqrt = ops.sqrt
-    rsqrt = ops.rsqrt
-    abs = ops.abs
-    tanh = ops.tanh
-    sigmoid = ops.sigmoid
-    relu = ops.relu
-    gelu = ops.gelu
-    pow = ops.pow
-    clamp = ops.clamp
-    masked_fill = ops.masked_fill
-    softmax = ops.softmax
-    log_softmax = ops.log_softmax
-    maximum = ops.maximum
-    clone = ops.clone
+    # x.exp() is mg.exp(x), x.gather(1, i) is mg.gather(x, 1, i). minigrad/ops/__init__.py
+    # lists them all in TENSOR_METHODS (about a hundred); this one line binds each name in
+    # the class body. The methods below it adapt their arguments.
+    vars().update({name: getattr(ops, name) for name in ops.TENSOR_METHODS})
 
-    # ------------------------------------------------------------------ reductions
-    sum = ops.sum
-    mean = ops.mean
-    max = ops.max
-    min = ops.min
-    argmax = ops.argmax
-    argmin = ops.argmin
-    var = ops.var
-    std = ops.std
-    logsumexp = ops.logsumexp
-
-    # ------------------------------------------------------------------ shape
     def reshape(self, *shape):
         return ops.reshape(self, shape)
-
-    view = reshape
 
     def permute(self, *dims):
         return ops.permute(self, dims)
 
-    transpose = ops.transpose
-    unsqueeze = ops.unsqueeze
-    squeeze = ops.squeeze
-
     def expand(self, *sizes):
         return ops.expand(self, sizes)
 
-    sum_to_size = ops.sum_to_size
-    flatten = ops.flatten
-    contiguous = ops.contiguous
-    split = ops.split
-    chunk = ops.chunk
+    def where(self, condition, other):
+        """self where condition holds, other elsewhere: mg.where(condition, self, other)."""
+        return ops.where(condition, self, other)
 
     # ------------------------------------------------------------------ in place
     # In-place ops never enter the graph; they bump the version counter, so a backward
@@ -363,11 +356,20 @@ class Tensor(TensorBase):
     def clamp_(self, min=None, max=None):  # noqa: A002
         return ops.inplace(self, "clamp", None, low=min, high=max)
 
-    def uniform_(self, low: float = 0.0, high: float = 1.0):
-        return ops.inplace(self, "copy", _random.uniform_like(self, low, high))
+    def uniform_(self, low: float = 0.0, high: float = 1.0, *, generator=None):
+        draws = random_source(generator).uniform(self.data.shape, low, high, self.dtype,
+                                                 self.device)
+        return ops.inplace(self, "copy", draws)
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0):
-        return ops.inplace(self, "copy", _random.normal_like(self, mean, std))
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None):
+        draws = random_source(generator).normal(self.data.shape, mean, std, self.dtype,
+                                                self.device)
+        return ops.inplace(self, "copy", draws)
+
+    # names PyTorch's Tensor has and this one lacks read as AttributeErrors that say what
+    # to use instead (see minigrad/suggest.py); __dir__ leaves them out
+    _hints = suggest.tensor_hints(defined=vars())
+    vars().update(_hints)
 
 
 def constant(array) -> Tensor:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from minigrad import dtypes
 from minigrad.backend import array_module, device_of
+from minigrad.size import Size
 
 _DTYPE_OF_NUMPY = {d.np: d for d in dtypes.ALL}
 
@@ -37,8 +38,8 @@ class TensorBase:
     __array_priority__ = 1000
 
     @property
-    def shape(self) -> tuple:
-        return self.data.shape
+    def shape(self) -> Size:
+        return Size(self.data.shape)
 
     @property
     def ndim(self) -> int:

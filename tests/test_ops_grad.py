@@ -380,7 +380,8 @@ def test_reshape_view_flatten(data, args, layout):
     shape, target = args
     x = leaf(data.draw(arrays(shape)), layout)
     check_grad(lambda t: t.reshape(target), x)
-    check_grad(lambda t: t.view(*target) if target else t.view(()), x)
+    if layout == "contiguous":  # view() of the others may need a copy, and raises then
+        check_grad(lambda t: t.view(*target) if target else t.view(()), x)
     check_grad(lambda t: mg.reshape(t, target), x)
     check_grad(lambda t: t.flatten(), x)
     if x.ndim >= 2:

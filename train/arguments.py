@@ -61,6 +61,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "with it")
     parser.add_argument("--translate", metavar="TEXT", type=_french_text,
                         help="translate TEXT with a trained checkpoint instead of training")
+    parser.add_argument("--distributed", action="store_true",
+                        help="be one rank of a data-parallel run started by mpiexec -n N "
+                             "(global batch = N x --batch-size); rank 0 alone logs, "
+                             "evaluates and saves")
     parser.add_argument("--plot-attention", metavar="PNG",
                         help="save the encoder-decoder attention of the translated sentence "
                              "(\"je suis étudiant\" after training), one panel per head")
@@ -97,6 +101,9 @@ def _french_text(text: str) -> str:
 
 def _check_combinations(args: argparse.Namespace) -> None:
     given = [field for field in CONFIG_FIELDS if getattr(args, field) is not None]
+    if args.translate is not None and args.distributed:
+        usage_error("argument --distributed: not allowed with --translate (translating "
+                    "runs in one process)")
     if args.translate is not None and given:
         usage_error(f"argument {flag(given[0])}: not allowed with --translate (translating "
                     "uses the checkpoint's model)")

@@ -29,7 +29,7 @@ import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import optim
 from minigrad.optim.lr_scheduler import CosineAnnealingLR
-from train.standin import DataLoader, TensorDataset
+from minigrad.utils.data import DataLoader, TensorDataset
 
 IMAGE_SIZE = 8
 CLASSES = 10

@@ -97,18 +97,28 @@ class TrainState:
 
 def train(state: TrainState, train_pairs: Sequence[IdPair], val_pairs: Sequence[IdPair], *,
           steps: int, batch_size: int, seed: int, label_smoothing: float, device: str,
-          eval_every: int, log: Callable[[dict], None]) -> None:
+          eval_every: int, log: Callable[[dict], None], shard=None) -> None:
     """Run optimizer steps until state.step == steps, logging every step's loss and lr
-    and, every eval_every steps and at the end, the validation loss."""
+    and, every eval_every steps and at the end, the validation loss.
+
+    With `shard` (a train.distributed.RankShard) this is one rank of a data-parallel run:
+    it trains the DDP-wrapped model on its share of each global batch, and rank 0 alone
+    shows progress, evaluates and logs."""
     state.model.train()
-    batches = batch_stream(train_pairs, batch_size, seed, state.step)
-    bar = tqdm(total=steps, initial=state.step, desc="train", unit="step", dynamic_ncols=True)
+    if shard is None:
+        model, main = state.model, True
+        batches = batch_stream(train_pairs, batch_size, seed, state.step)
+    else:
+        model, main = shard.wrap(state.model), shard.is_main
+        batches = shard.batches(train_pairs, batch_size, seed, state.step)
+    bar = tqdm(total=steps, initial=state.step, desc="train", unit="step", dynamic_ncols=True,
+               disable=not main)
     tokens, started = 0, time.perf_counter()
     try:
         while state.step < steps:
             src, tgt = next(batches)
             lr = state.scheduler.get_last_lr()[0]
-            loss = batch_loss(state.model, src, tgt, device, label_smoothing)
+            loss = batch_loss(model, src, tgt, device, label_smoothing)
             loss_value = loss.item()
             if not math.isfinite(loss_value):  # before the update: the state stays good
                 raise LossNotFinite("training", loss_value, state.step + 1)
@@ -120,13 +130,14 @@ def train(state: TrainState, train_pairs: Sequence[IdPair], val_pairs: Sequence[
             state.losses.append(loss_value)
             tokens += int((src != PAD_ID).sum() + (tgt != PAD_ID).sum())
             record = {"step": state.step, "loss": loss_value, "lr": lr}
-            if state.step % eval_every == 0 or state.step == steps:
+            if main and (state.step % eval_every == 0 or state.step == steps):
                 record["val_loss"] = validation_loss(state.model, val_pairs, device)
                 if not math.isfinite(record["val_loss"]):
                     raise LossNotFinite("validation", record["val_loss"], state.step)
                 state.val_losses[state.step] = record["val_loss"]
                 bar.write(f"step {state.step}: validation loss {record['val_loss']:.4f}")
-            log(record)
+            if main:
+                log(record)
             bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}",
                             tok_s=f"{tokens / (time.perf_counter() - started):.0f}")
             bar.update()

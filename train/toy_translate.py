@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 
 import minigrad as mg
+from train import distributed
 from train.arguments import check_outputs, check_resume_flags, parse_args
 from train.checkpoint import (
     CheckpointError,
@@ -64,7 +65,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.translate is not None:
             return translate_command(args)
-        return train_command(args)
+        shard = None
+        if args.distributed:
+            try:
+                shard = distributed.join(args)
+            except distributed.FlagMismatch as exc:
+                if exc.shard.is_main:  # one line for the job, not one per rank
+                    print(f"toy_translate: {exc}", file=sys.stderr)
+                return 2
+        return train_command(args, shard)
     except CheckpointError as exc:
         return fail(str(exc))
     except MemoryError as exc:
@@ -80,25 +89,32 @@ def fail(message: str) -> int:
     return 1
 
 
-def train_command(args: argparse.Namespace) -> int:
-    """Train (or resume), save, then evaluate on the test set and show translations."""
+def train_command(args: argparse.Namespace, shard=None) -> int:
+    """Train (or resume), save, then evaluate on the test set and show translations. In a
+    data-parallel run (`shard`, see train/distributed.py) rank 0 alone writes files and
+    reports; every rank trains."""
+    main_rank = shard is None or shard.is_main
     state = None
     if args.resume:
         state, saved_config, src_vocab, tgt_vocab = load_run(args.resume, args.device)
         config = check_resume_flags(args, saved_config, state.step)
     else:
         config = args.config
-    check_outputs(args, training=True)
+    if main_rank:
+        check_outputs(args, training=True)
     data = make_dataset(seed=config.seed, n_train=config.train_size)
     if state is not None and (src_vocab, tgt_vocab) != (data.src_vocab, data.tgt_vocab):
         return fail(f"{args.resume} was trained on other vocabularies than this data set's")
-    # everything is checked: from here on, files are written
-    os.makedirs(args.out_dir, exist_ok=True)
-    log = RunLog(args.out_dir)
+    # everything is checked: from here on, files are written (by rank 0 alone)
+    log = None
+    if main_rank:
+        os.makedirs(args.out_dir, exist_ok=True)
+        log = RunLog(args.out_dir)
     if state is None:
         state = new_train_state(config, data.src_vocab, data.tgt_vocab, args.device)
-        log.start_fresh()
-    elif dropped := log.keep_until(state.step):
+        if log is not None:
+            log.start_fresh()
+    elif log is not None and (dropped := log.keep_until(state.step)):
         print(f"{log.path}: dropped {dropped} lines logged after step {state.step}, the "
               "checkpoint's")
     print(f"{len(data.train)} training pairs, vocabularies {len(data.src_vocab)} French / "
@@ -108,10 +124,12 @@ def train_command(args: argparse.Namespace) -> int:
         train(state, training_pairs(data), data.encode(data.val), steps=config.steps,
               batch_size=config.batch_size, seed=config.seed,
               label_smoothing=config.label_smoothing, device=args.device,
-              eval_every=config.eval_every, log=log.append)
+              eval_every=config.eval_every, log=log.append if log else None, shard=shard)
     except LossNotFinite as exc:
         return fail(f"{exc}: training stopped and nothing was saved ({args.save} is as it "
                     "was); a smaller --lr-factor or a longer --warmup may help")
+    if not main_rank:
+        return 0
     print(f"trained to step {state.step} in {time.perf_counter() - started:.0f} s")
     save_run(args.save, state, config, data.src_vocab, data.tgt_vocab)
     print(f"checkpoint saved to {args.save}")

@@ -49,12 +49,15 @@ def available(device: str) -> bool:
     return device == "cpu" or torch.cuda.is_available()
 
 
-def step_fn(config, batch, device: str):
+def step_fn(config, batch, device: str, wrap=None):
     """A training step of PyTorch eager on `batch` = (src, tgt) NumPy ids; returns the
-    loss."""
+    loss. `wrap(model)` (a DistributedDataParallel, say) is trained instead of the model
+    when given."""
     torch.manual_seed(0)
     torch_device = "cuda" if device == "gpu" else "cpu"
     model = TranslationModel(config).to(torch_device)
+    if wrap is not None:
+        model = wrap(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
     src_np, tgt_np = batch

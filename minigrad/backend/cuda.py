@@ -11,7 +11,8 @@ from minigrad.backend.device import (
     require_cuda,
 )
 
-__all__ = ["device_count", "get_device_name", "is_available", "synchronize", "unavailable_reason"]
+__all__ = ["device_count", "get_device_name", "is_available", "is_bf16_supported",
+           "manual_seed", "manual_seed_all", "synchronize", "unavailable_reason"]
 
 is_available = is_cuda_available
 unavailable_reason = cuda_unavailable_reason
@@ -34,3 +35,24 @@ def get_device_name() -> str:
     cupy = require_cuda()
     name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the GPU's random generator (mg.manual_seed seeds the CPU's too). Without CUDA
+    there is nothing to seed and nothing happens, as in PyTorch."""
+    # minigrad.random imports the backend package: importing it at the top of this module,
+    # which the package imports, would be a cycle
+    from minigrad import random
+
+    random.manual_seed_gpu(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every GPU's generator; minigrad uses one GPU, so this is manual_seed."""
+    manual_seed(seed)
+
+
+def is_bf16_supported() -> bool:
+    """False: minigrad has no bfloat16 (NumPy and CuPy lack it); scripts that check this
+    fall back to float16 or float32, which minigrad has."""
+    return False

@@ -1,5 +1,5 @@
 """minigrad.nn: modules, parameters, layers, init and functional (PyTorch's torch.nn)."""
-from minigrad.nn import functional, init, utils
+from minigrad.nn import functional, init, parallel, utils
 from minigrad.nn.activation import (
     ELU,
     GELU,
@@ -98,5 +98,6 @@ __all__ = [
     "Unflatten",
     "functional",
     "init",
+    "parallel",
     "utils",
 ]

@@ -113,36 +113,82 @@ def _log_where_nonzero(a: Tensor, out: Tensor) -> Tensor:
     return where(nonzero, where(nonzero, a, 1.0).log(), 0.0)
 
 
-def _binary(function: type[Function], name: str):
-    """The function users call for a binary op: promote the operands, apply the op."""
-
-    def op(a, b) -> Tensor:
-        # two tensors of one dtype (the common case, and every backward rule's) need no
-        # promotion, so they skip binary_operands
-        if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
-                and a.data.dtype is b.data.dtype):
-            a, b = binary_operands(a, b)
-        return function.apply(a, b)
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"{name}(a, b): {function.__doc__.strip()}, with PyTorch's type promotion"
-    return op
+# add, sub and mul test inline for two tensors of one dtype (the common case, and every
+# backward rule's), which need no promotion: a helper function for that test cost 4% of
+# the instructions of a tiny add+mul (benchmarks/bench_instructions.py)
+def add(a, b, *, alpha=1) -> Tensor:
+    """a + alpha * b, with PyTorch's type promotion."""
+    if alpha != 1:
+        b = b * alpha
+    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
+            and a.data.dtype is b.data.dtype):
+        a, b = binary_operands(a, b)
+    return Add.apply(a, b)
 
 
-add = _binary(Add, "add")
-sub = _binary(Sub, "sub")
-mul = _binary(Mul, "mul")
+def sub(a, b, *, alpha=1) -> Tensor:
+    """a - alpha * b, with PyTorch's type promotion."""
+    if alpha != 1:
+        b = b * alpha
+    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
+            and a.data.dtype is b.data.dtype):
+        a, b = binary_operands(a, b)
+    return Sub.apply(a, b)
 
 
-def div(a, b) -> Tensor:
+def mul(a, b) -> Tensor:
+    """a * b, with PyTorch's type promotion."""
+    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
+            and a.data.dtype is b.data.dtype):
+        a, b = binary_operands(a, b)
+    return Mul.apply(a, b)
+
+
+def div(a, b, *, rounding_mode: str | None = None) -> Tensor:
+    """a / b: true division (integers give the default float), or rounded with
+    rounding_mode "trunc" (towards zero) or "floor" (towards -inf), which keeps integer
+    dtypes and, as in PyTorch, has a zero gradient (the result is outside the graph)."""
     a, b = binary_operands(a, b)
+    if rounding_mode is not None:
+        return _rounded_division(a, b, rounding_mode)
     if not a.dtype.is_floating_point:  # true division of integers gives the default float
         a, b = a.to(dtypes.float32), b.to(dtypes.float32)
     return Div.apply(a, b)
 
 
+def floor_divide(a, b) -> Tensor:
+    """a // b, rounded towards -inf (PyTorch's floor_divide and `//`)."""
+    return div(a, b, rounding_mode="floor")
+
+
+def _rounded_division(a: Tensor, b: Tensor, rounding_mode: str) -> Tensor:
+    xp = a.xp
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(
+            f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
+        )
+    if a.dtype.is_floating_point:
+        quotient = a.data / b.data
+        rounded = xp.floor(quotient) if rounding_mode == "floor" else xp.trunc(quotient)
+        return a._wrap(xp.asarray(rounded, dtype=a.data.dtype))
+    if a.dtype.name == "bool" or bool((b.data == 0).any()):
+        raise RuntimeError(
+            f"div: integer division by zero (or of bool tensors), shapes {tuple(a.shape)} "
+            f"and {tuple(b.shape)}"
+        )
+    floored = xp.floor_divide(a.data, b.data)
+    if rounding_mode == "trunc":  # floor differs from trunc where the exact quotient < 0
+        floored = floored + ((floored < 0) & (floored * b.data != a.data))
+    return a._wrap(xp.asarray(floored))
+
+
 def neg(a: Tensor) -> Tensor:
     return Neg.apply(a)
+
+
+def square(a: Tensor) -> Tensor:
+    """a * a"""
+    return mul(a, a)
 
 
 def pow(a, exponent) -> Tensor:  # noqa: A001  (torch's name)

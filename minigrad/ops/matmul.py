@@ -79,3 +79,39 @@ def matmul(a, b) -> Tensor:
             f"(expected a.shape[-1] == b.shape[-2], got {shape_a[-1]} and {inner_b})"
         )
     return MatMul.apply(a, b)
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors (no broadcasting)."""
+    _check_dims("mm", a, b, 2)
+    return matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product of (B, n, k) and (B, k, m) tensors (no broadcasting)."""
+    _check_dims("bmm", a, b, 3)
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"bmm: batch sizes differ: shapes {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """Inner product of two vectors of one length."""
+    _check_dims("dot", a, b, 1)
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"dot: vectors of different lengths, shapes {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return matmul(a, b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    """out[i, j] = a[i] * b[j] for vectors a and b."""
+    _check_dims("outer", a, b, 1)
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def _check_dims(op: str, a: Tensor, b: Tensor, ndim: int) -> None:
+    if a.ndim != ndim or b.ndim != ndim:
+        raise RuntimeError(f"{op}: expected two {ndim}-D tensors, got shapes "
+                           f"{tuple(a.shape)} and {tuple(b.shape)}")

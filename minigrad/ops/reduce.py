@@ -17,8 +17,9 @@ from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import normalize_dim, normalize_dims
-from minigrad.ops.select import where
+from minigrad.ops.select import maximum, minimum, where
 from minigrad.ops.shape import broadcast_to
+from minigrad.tensor_base import TensorBase
 
 if TYPE_CHECKING:
     from minigrad.tensor import Tensor
@@ -104,17 +105,29 @@ def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
-    """max over all elements, or (values, indices) along `dim`, like torch.max."""
+    """max over all elements, (values, indices) along `dim`, or, given a tensor in place
+    of dim, the elementwise maximum of the two (like torch.max)."""
+    if isinstance(dim, TensorBase):
+        return maximum(x, dim)
     return _extreme(x, dim, keepdim, smallest=False)
 
 
 def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+    """min over all elements, (values, indices) along `dim`, or the elementwise minimum."""
+    if isinstance(dim, TensorBase):
+        return minimum(x, dim)
     return _extreme(x, dim, keepdim, smallest=True)
 
 
 def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     _check_nonempty(x, "amax")
     return Amax.apply(x, dims=normalize_dims(dim, x.ndim, "amax"), keepdim=keepdim)
+
+
+def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    _check_nonempty(x, "amin")
+    return Amax.apply(x, dims=normalize_dims(dim, x.ndim, "amin"), keepdim=keepdim,
+                      smallest=True)
 
 
 def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:

@@ -119,6 +119,30 @@ class Relu(Function):
         return grad * _mask_like(out.data > 0, grad)
 
 
+class Sin(Function):
+    """out = sin x;  dx = g * cos x"""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return array_module(x).sin(x)
+
+    def backward(self, grad):
+        (x,) = self.saved
+        return grad * cos(x)
+
+
+class Cos(Function):
+    """out = cos x;  dx = -g * sin x"""
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        return array_module(x).cos(x)
+
+    def backward(self, grad):
+        (x,) = self.saved
+        return grad * -sin(x)
+
+
 class Erf(Function):
     """out = erf x;  dx = g * 2/sqrt(pi) * e^(-x^2)"""
 
@@ -194,6 +218,14 @@ def sigmoid(x: Tensor) -> Tensor:
 
 def relu(x: Tensor) -> Tensor:
     return Relu.apply(x)
+
+
+def sin(x: Tensor) -> Tensor:
+    return Sin.apply(_floating(x))
+
+
+def cos(x: Tensor) -> Tensor:
+    return Cos.apply(_floating(x))
 
 
 def erf(x: Tensor) -> Tensor:

@@ -167,10 +167,11 @@ class SequentialLR(LRScheduler):
         return copy.deepcopy(state)
 
     def load_state_dict(self, state_dict: dict) -> None:
-        state = dict(state_dict)
-        for scheduler, saved in zip(self._schedulers, state.pop("_schedulers"), strict=True):
+        self._check_state(state_dict)
+        for scheduler, saved in zip(self._schedulers, state_dict["_schedulers"], strict=True):
             scheduler.load_state_dict(saved)
-        super().load_state_dict(state)
+        self.__dict__.update(copy.deepcopy(
+            {key: value for key, value in state_dict.items() if key != "_schedulers"}))
 
 
 def _check_sequence(optimizer: Optimizer, schedulers, milestones) -> None:

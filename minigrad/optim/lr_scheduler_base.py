@@ -79,6 +79,12 @@ class LRScheduler:
         touched: load the optimizer's own state_dict for those). ValueError, changing
         nothing, for a dict with other entries or other kinds of value (a corrupt
         checkpoint)."""
+        self._check_state(state_dict)
+        self.__dict__.update(copy.deepcopy(state_dict))
+
+    def _check_state(self, state_dict) -> None:
+        """ValueError unless `state_dict` has this scheduler's entries, each of the kind
+        state_dict() gives."""
         own = self.state_dict()
         if not isinstance(state_dict, dict) or set(state_dict) != set(own):
             found = sorted(map(str, state_dict)) if isinstance(state_dict, dict) else state_dict
@@ -86,4 +92,3 @@ class LRScheduler:
                              f"{sorted(own)}, got {str(found)[:80]}")
         for name, value in state_dict.items():
             check_same_kind(value, own[name], f"{type(self).__name__} state {name!r}")
-        self.__dict__.update(copy.deepcopy(state_dict))

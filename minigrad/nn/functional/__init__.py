@@ -2,6 +2,7 @@
 
     import minigrad.nn.functional as F
 """
+from minigrad import suggest
 from minigrad.nn.functional.activation import (
     elu,
     gelu,
@@ -31,10 +32,11 @@ from minigrad.nn.functional.linear import linear
 from minigrad.nn.functional.loss import cross_entropy, nll_loss
 from minigrad.nn.functional.normalization import layer_norm
 from minigrad.nn.functional.normalize import normalize
+from minigrad.nn.functional.padding import pad
 from minigrad.nn.functional.pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from minigrad.nn.functional.regression_loss import huber_loss, l1_loss, mse_loss, smooth_l1_loss
 from minigrad.nn.functional.rms_norm import rms_norm
-from minigrad.nn.functional.sparse import embedding
+from minigrad.nn.functional.sparse import embedding, one_hot
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -68,6 +70,8 @@ __all__ = [
     "mse_loss",
     "nll_loss",
     "normalize",
+    "one_hot",
+    "pad",
     "relu",
     "rms_norm",
     "scaled_dot_product_attention",
@@ -78,3 +82,9 @@ __all__ = [
     "softplus",
     "tanh",
 ]
+
+
+def __getattr__(name: str):
+    # reached only for names F lacks: say what minigrad has instead (minigrad/suggest.py)
+    raise suggest.missing_attribute("module 'minigrad.nn.functional'", name,
+                                    suggest.FUNCTIONAL_NEAR, globals())

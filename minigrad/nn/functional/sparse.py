@@ -41,3 +41,24 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
             f"[{int(ids.min())}, {int(ids.max())}] (ids shape {tuple(input.shape)})"
         )
     return EmbeddingLookup.apply(weight, ids=ids, padding_idx=padding_idx)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 tensor of shape tensor.shape + (num_classes,) with a 1 at each class index
+    and 0 elsewhere; num_classes=-1 means the largest index + 1."""
+    if tensor.dtype.name != "int64":
+        raise TypeError(f"one_hot: expected an int64 tensor of class indices, got "
+                        f"{tensor.dtype} of shape {tuple(tensor.shape)}")
+    xp = tensor.xp
+    classes = tensor.data
+    if num_classes == -1:
+        if classes.size == 0:
+            raise RuntimeError("one_hot: cannot infer num_classes from an empty tensor; pass "
+                               "num_classes")
+        num_classes = int(classes.max()) + 1
+    if classes.size and (int(classes.min()) < 0 or int(classes.max()) >= num_classes):
+        raise RuntimeError(
+            f"one_hot: class indices must be in [0, {num_classes}), got values in "
+            f"[{int(classes.min())}, {int(classes.max())}] (shape {tuple(tensor.shape)})"
+        )
+    return constant((classes[..., None] == xp.arange(num_classes)).astype(xp.int64))

@@ -1,0 +1,229 @@
+"""Every name of ops.TENSOR_METHODS is one function in two places, `mg.X` and `Tensor.X`,
+and both behave as PyTorch's (forward and backward, float64): PyTorch code ports by
+changing the import."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import make_tensor
+
+import minigrad as mg
+from minigrad import ops
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.device
+
+# minigrad methods PyTorch's Tensor lacks (it has torch.nn.functional.gelu)
+MINIGRAD_ONLY_METHODS = {"gelu"}
+TORCH_REFERENCE = {"gelu": torch.nn.functional.gelu}
+
+
+class Lib:
+    """The per-library pieces a call needs: index tensors and masks."""
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def index(self, values):
+        array = np.asarray(values)
+        return make_tensor(array) if self.lib is mg else torch.as_tensor(array)
+
+
+# name -> (input shapes, element kind, call(L, f, *inputs)); f is mg.X / torch.X, or the
+# method Tensor.X, called with the tensor first
+CALLS = {
+    # elementwise
+    "abs": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "absolute": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "add": ([(2, 3), (3,)], "positive", lambda L, f, x, y: f(x, y, alpha=2.0)),
+    "clamp": ([(2, 3)], "positive", lambda L, f, x: f(x, 0.8, 1.5)),
+    "clip": ([(2, 3)], "positive", lambda L, f, x: f(x, min=0.9)),
+    "cos": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "div": ([(2, 3), (3,)], "positive", lambda L, f, x, y: f(x, y)),
+    "divide": ([(2, 3), (3,)], "positive", lambda L, f, x, y: f(x, y, rounding_mode="trunc")),
+    "erf": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "exp": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "floor_divide": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "gelu": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "log": ([(2, 3)], "positive", lambda L, f, x: f(x)),
+    "masked_fill": ([(2, 3)], "signed",
+                    lambda L, f, x: f(x, L.index([[True, False, True]]), -1.5)),
+    "maximum": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "minimum": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "mul": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "multiply": ([(2, 3), (2, 1)], "signed", lambda L, f, x, y: f(x, y)),
+    "neg": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "negative": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "pow": ([(2, 3), (3,)], "positive", lambda L, f, x, y: f(x, y)),
+    "relu": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "rsqrt": ([(2, 3)], "positive", lambda L, f, x: f(x)),
+    "sigmoid": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "sin": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "sqrt": ([(2, 3)], "positive", lambda L, f, x: f(x)),
+    "square": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "sub": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y, alpha=-0.5)),
+    "subtract": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "tanh": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "true_divide": ([(2, 3), (3,)], "positive", lambda L, f, x, y: f(x, y)),
+    # comparisons and logic (few distinct values, so equal ones occur)
+    "all": ([(2, 3)], "ties", lambda L, f, x: f(x, 1)),
+    "allclose": ([(2, 3), (2, 3)], "ties", lambda L, f, x, y: f(x, y)),
+    "any": ([(2, 3)], "ties", lambda L, f, x: f(x, 0, keepdim=True)),
+    "eq": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "equal": ([(2, 3), (2, 3)], "ties", lambda L, f, x, y: f(x, y)),
+    "ge": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "greater": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "greater_equal": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "gt": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "isclose": ([(2, 3), (2, 3)], "ties", lambda L, f, x, y: f(x, y, atol=0.6)),
+    "isfinite": ([(2, 3)], "special", lambda L, f, x: f(x)),
+    "isinf": ([(2, 3)], "special", lambda L, f, x: f(x)),
+    "isnan": ([(2, 3)], "special", lambda L, f, x: f(x)),
+    "le": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "less": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "less_equal": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "logical_and": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "logical_not": ([(2, 3)], "ties", lambda L, f, x: f(x)),
+    "logical_or": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "lt": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "ne": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    "not_equal": ([(2, 3), (3,)], "ties", lambda L, f, x, y: f(x, y)),
+    # reductions and scans
+    "amax": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "amin": ([(2, 3, 2)], "signed", lambda L, f, x: f(x, (0, 2), keepdim=True)),
+    "argmax": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "argmin": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "cumprod": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "cumsum": ([(2, 3)], "signed", lambda L, f, x: f(x, 0)),
+    "log_softmax": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "logsumexp": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "max": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "mean": ([(2, 3)], "signed", lambda L, f, x: f(x, 0)),
+    "min": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "softmax": ([(2, 3)], "signed", lambda L, f, x: f(x, -1)),
+    "std": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "sum": ([(2, 3)], "signed", lambda L, f, x: f(x, (0, 1))),
+    "var": ([(2, 3)], "signed", lambda L, f, x: f(x, 0, keepdim=True)),
+    # products
+    "bmm": ([(2, 2, 3), (2, 3, 2)], "signed", lambda L, f, x, y: f(x, y)),
+    "dot": ([(3,), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "matmul": ([(2, 3), (3,)], "signed", lambda L, f, x, y: f(x, y)),
+    "mm": ([(2, 3), (3, 2)], "signed", lambda L, f, x, y: f(x, y)),
+    "outer": ([(3,), (2,)], "signed", lambda L, f, x, y: f(x, y)),
+    # shape
+    "chunk": ([(5, 2)], "signed", lambda L, f, x: f(x, 2)),
+    "clone": ([(2, 3)], "signed", lambda L, f, x: f(x)),
+    "contiguous": ([(2, 3)], "signed", lambda L, f, x: f(x.T)),
+    "expand_as": ([(3, 1), (2, 3, 4)], "signed", lambda L, f, x, y: f(x, y)),
+    "flatten": ([(2, 3, 2)], "signed", lambda L, f, x: f(x, 1)),
+    "flip": ([(2, 3)], "signed", lambda L, f, x: f(x, (0, 1))),
+    "narrow": ([(4, 3)], "signed", lambda L, f, x: f(x, 0, 1, 2)),
+    "repeat": ([(2, 3)], "signed", lambda L, f, x: f(x, 2, 1, 2)),
+    "repeat_interleave": ([(2, 3)], "signed", lambda L, f, x: f(x, 2, dim=1)),
+    "reshape_as": ([(2, 3), (3, 2)], "signed", lambda L, f, x, y: f(x, y)),
+    "roll": ([(2, 3)], "signed", lambda L, f, x: f(x, (1, -1), (0, 1))),
+    "select": ([(2, 3)], "signed", lambda L, f, x: f(x, 1, -1)),
+    "split": ([(5, 2)], "signed", lambda L, f, x: f(x, [2, 3])),
+    "squeeze": ([(2, 1, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "swapaxes": ([(2, 3, 4)], "signed", lambda L, f, x: f(x, 0, 2)),
+    "swapdims": ([(2, 3, 4)], "signed", lambda L, f, x: f(x, -1, 1)),
+    "tile": ([(2, 3)], "signed", lambda L, f, x: f(x, (2,))),
+    "transpose": ([(2, 3)], "signed", lambda L, f, x: f(x, 0, 1)),
+    "tril": ([(3, 3)], "signed", lambda L, f, x: f(x, -1)),
+    "triu": ([(3, 4)], "signed", lambda L, f, x: f(x, 1)),
+    "unbind": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "unsqueeze": ([(2, 3)], "signed", lambda L, f, x: f(x, 1)),
+    "view": ([(2, 3)], "signed", lambda L, f, x: f(x, 3, 2)),
+    "view_as": ([(2, 3), (6,)], "signed", lambda L, f, x, y: f(x, y)),
+    # selection, ordering and sampling
+    "argsort": ([(2, 4)], "ties", lambda L, f, x: f(x, dim=1, descending=True, stable=True)),
+    "gather": ([(3, 4)], "signed", lambda L, f, x: f(x, 1, L.index([[0, 3], [1, 1], [2, 0]]))),
+    "index_select": ([(3, 4)], "signed", lambda L, f, x: f(x, 0, L.index([2, 0, 2]))),
+    "multinomial": ([(2, 4)], "positive", lambda L, f, x: f(x, 3)),
+    "scatter": ([(3, 4), (3, 2)], "signed",
+                lambda L, f, x, y: f(x, 1, L.index([[0, 3], [1, 2], [2, 0]]), y)),
+    "scatter_": ([(3, 4)], "signed", lambda L, f, x: f(x, 0, L.index([[2, 0, 1, 1]]), 7.0)),
+    "scatter_add": ([(3, 4), (3, 2)], "signed",
+                    lambda L, f, x, y: f(x, 1, L.index([[0, 0], [1, 2], [3, 3]]), y)),
+    "scatter_add_": ([(3, 4), (2, 4)], "signed",
+                     lambda L, f, x, y: f(x, 0, L.index([[2, 0, 1, 1], [2, 2, 0, 1]]), y)),
+    "sort": ([(2, 4)], "signed", lambda L, f, x: f(x, 1, descending=True)),
+    "topk": ([(2, 5)], "signed", lambda L, f, x: f(x, 2, dim=1, largest=False)),
+}
+
+ELEMENTS = {
+    "signed": lambda rng, shape: rng.uniform(0.2, 2.0, shape) * rng.choice([-1, 1], shape),
+    "positive": lambda rng, shape: rng.uniform(0.5, 2.0, shape),
+    "ties": lambda rng, shape: rng.choice([0.0, 0.5, 1.0], shape),
+    "special": lambda rng, shape: rng.choice([np.nan, np.inf, -np.inf, 0.0, -1.5], shape),
+}
+
+
+def test_every_table_name_has_a_call():
+    assert set(CALLS) == set(ops.TENSOR_METHODS)
+
+
+@pytest.mark.parametrize("name", ops.TENSOR_METHODS)
+def test_method_and_function_are_the_op_itself(name):
+    """Tensor.X is the op function (no adapter, no twin); mg.X exists exactly where torch.X
+    does, and is that same function."""
+    op = getattr(ops, name)
+    assert mg.Tensor.__dict__[name] is op
+    assert hasattr(mg, name) == hasattr(torch, name), name
+    if hasattr(mg, name):
+        assert getattr(mg, name) is op
+    assert hasattr(torch.Tensor, name) or name in MINIGRAD_ONLY_METHODS
+
+
+@pytest.mark.parametrize("form", ["function", "method"])
+@pytest.mark.parametrize("name", ops.TENSOR_METHODS)
+def test_matches_torch(name, form):
+    if form == "function" and not hasattr(torch, name):
+        pytest.skip(f"torch has no torch.{name}")
+    shapes, kind, call = CALLS[name]
+    rng = np.random.default_rng(sum(map(ord, name)))
+    arrays = [ELEMENTS[kind](rng, shape) for shape in shapes]
+    inplace = name.endswith("_")
+    ours = [make_tensor(a, requires_grad=not inplace) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=not inplace) for a in arrays]
+    reference = TORCH_REFERENCE.get(name) or (
+        getattr(torch, name) if form == "function" else getattr(torch.Tensor, name))
+    mine = getattr(mg, name) if form == "function" else getattr(mg.Tensor, name)
+    our_out = _flat(call(Lib(mg), mine, *ours))
+    their_out = _flat(call(Lib(torch), reference, *theirs))
+    assert len(our_out) == len(their_out)
+    if name == "multinomial":  # random: the same kind of result
+        assert our_out[0].shape == tuple(their_out[0].shape) and our_out[0].dtype is mg.int64
+        return
+    if inplace:  # the call returns its first input, changed
+        assert our_out[0] is ours[0]
+    _compare(our_out, their_out, ours, theirs, rng)
+
+
+def _compare(our_out, their_out, ours, theirs, rng):
+    our_loss = their_loss = None
+    for o, t in zip(our_out, their_out):
+        if isinstance(t, bool):
+            assert o is t
+            continue
+        assert tuple(o.shape) == tuple(t.shape)
+        assert o.dtype.name == str(t.dtype).replace("torch.", "")
+        np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+        if t.requires_grad and o.requires_grad:
+            v = rng.standard_normal(tuple(t.shape))
+            mine, ref = (o * make_tensor(v)).sum(), (t * torch.as_tensor(v)).sum()
+            our_loss = mine if our_loss is None else our_loss + mine
+            their_loss = ref if their_loss is None else their_loss + ref
+    if our_loss is None:
+        return
+    our_loss.backward()
+    their_loss.backward()
+    for o, t in zip(ours, theirs):
+        expected = np.zeros(t.shape) if t.grad is None else t.grad.numpy()
+        got = np.zeros(o.shape) if o.grad is None else o.grad.numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
+
+
+def _flat(value) -> list:
+    return list(value) if isinstance(value, (tuple, list)) else [value]
