@@ -357,5 +357,5 @@ def test_conv_module_errors():
     _error(lambda: nn.Conv2d(4, 4, 3, padding_mode="mirror"), r"padding_mode must be one of")
     layer = nn.Conv2d(1, 1, 3, padding=3, padding_mode="reflect").to(test_device())
     _error(lambda: layer(make_tensor(np.zeros((1, 1, 3, 3)), dtype=mg.float32)),
-           r"Conv2d: padding_mode='reflect' needs padding \(3, 3\) at most 2 for a dim of "
-           r"size 3")
+           r"pad: mode 'reflect' pads at most 2 elements on a side of dim 3 of size 3, got "
+           r"\(3, 3\)")

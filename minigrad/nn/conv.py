@@ -6,6 +6,7 @@ import math
 from minigrad import creation
 from minigrad.nn import init
 from minigrad.nn.functional.conv import conv1d, conv2d, conv_padding
+from minigrad.nn.functional.padding import pad
 from minigrad.nn.functional.window_args import size_tuple
 from minigrad.nn.module import Module
 from minigrad.nn.parameter import Parameter
@@ -19,7 +20,8 @@ class _ConvNd(Module):
     *kernel_size) and bias (out_channels,), both drawn as PyTorch does: kaiming_uniform_
     with a = sqrt(5) for the weight (U(-b, b), b = 1 / sqrt(fan_in)) and U(-b, b) for the
     bias, fan_in = in_channels / groups * prod(kernel_size). padding_mode "zeros" pads
-    inside the convolution; "reflect", "replicate" and "circular" pad the input first."""
+    inside the convolution; "reflect", "replicate" and "circular" pad the input first
+    (F.pad)."""
 
     _dims: int
 
@@ -65,8 +67,9 @@ class _ConvNd(Module):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         if self.padding_mode == "zeros":
             return self._convolve(input, self.padding)
-        return self._convolve(_pad_by_mode(input, self._padding_pairs, self.padding_mode,
-                                           type(self).__name__), 0)
+        # F.pad takes the last dim's (left, right) first
+        widths = tuple(w for pair in reversed(self._padding_pairs) for w in pair)
+        return self._convolve(pad(input, widths, mode=self.padding_mode), 0)
 
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
@@ -102,29 +105,3 @@ class Conv2d(_ConvNd):
     def _convolve(self, input: Tensor, padding) -> Tensor:  # noqa: A002
         return conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                       self.groups)
-
-
-def _pad_by_mode(x: Tensor, pairs: tuple, mode: str, op: str) -> Tensor:
-    """x padded by (before, after) per trailing spatial dim, gathering the padding from
-    x itself: "reflect" mirrors about the edge (without repeating it), "replicate"
-    repeats the edge, "circular" wraps around. A gather by integer index, so the
-    gradient sums back into the elements that were copied."""
-    xp = x.xp
-    for offset, (before, after) in enumerate(reversed(pairs)):
-        axis = x.ndim - 1 - offset
-        size = x.shape[axis]
-        limit = size - 1 if mode == "reflect" else size
-        if max(before, after) > limit:
-            raise RuntimeError(f"{op}: padding_mode={mode!r} needs padding {(before, after)} "
-                               f"at most {limit} for a dim of size {size} (input of shape "
-                               f"{tuple(x.shape)})")
-        position = xp.arange(-before, size + after)
-        if mode == "reflect":
-            position = xp.abs(position)
-            position = xp.where(position >= size, 2 * (size - 1) - position, position)
-        elif mode == "replicate":
-            position = xp.clip(position, 0, size - 1)
-        else:
-            position = position % size
-        x = x[(slice(None),) * axis + (position,)]
-    return x
