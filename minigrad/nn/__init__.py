@@ -15,9 +15,13 @@ from minigrad.nn.activation import (
     Softplus,
     Tanh,
 )
+from minigrad.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from minigrad.nn.containers import ModuleDict, ModuleList, Sequential
+from minigrad.nn.conv import Conv1d, Conv2d
 from minigrad.nn.dropout import Dropout
 from minigrad.nn.embedding import Embedding
+from minigrad.nn.flatten import Flatten, Unflatten
+from minigrad.nn.group_norm import GroupNorm
 from minigrad.nn.linear import Linear
 from minigrad.nn.loss import (
     BCELoss,
@@ -33,15 +37,35 @@ from minigrad.nn.loss import (
 from minigrad.nn.module import Module
 from minigrad.nn.normalization import LayerNorm
 from minigrad.nn.parameter import Parameter
+from minigrad.nn.parameter_containers import ParameterDict, ParameterList
+from minigrad.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from minigrad.nn.rms_norm import RMSNorm
 
 __all__ = [
     "ELU",
     "GELU",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
     "BCELoss",
     "BCEWithLogitsLoss",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv1d",
+    "Conv2d",
     "CrossEntropyLoss",
     "Dropout",
     "Embedding",
+    "Flatten",
+    "GroupNorm",
     "HuberLoss",
     "Identity",
     "KLDivLoss",
@@ -52,12 +76,17 @@ __all__ = [
     "LogSigmoid",
     "LogSoftmax",
     "MSELoss",
+    "MaxPool1d",
+    "MaxPool2d",
     "Mish",
     "Module",
     "ModuleDict",
     "ModuleList",
     "NLLLoss",
     "Parameter",
+    "ParameterDict",
+    "ParameterList",
+    "RMSNorm",
     "ReLU",
     "Sequential",
     "SiLU",
@@ -66,6 +95,7 @@ __all__ = [
     "Softmax",
     "Softplus",
     "Tanh",
+    "Unflatten",
     "functional",
     "init",
     "parallel",

@@ -1,0 +1,28 @@
+"""Root-mean-square normalisation (PyTorch's F.rms_norm), composed of differentiable
+tensor ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.tensor import Tensor
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
+             eps: float | None = None) -> Tensor:
+    """Scale each row of the trailing dims `normalized_shape` to unit root mean square:
+
+        out = x / sqrt(mean(x^2) + eps) * weight
+
+    eps=None uses the machine epsilon of the input's dtype, as PyTorch does."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"rms_norm: input of shape {tuple(input.shape)} does not end with "
+                           f"normalized_shape {shape}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"rms_norm: expected weight of shape {shape}, got "
+                           f"{tuple(weight.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input.data.dtype).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight

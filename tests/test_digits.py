@@ -1,0 +1,151 @@
+"""`python -m train.digits` end to end, small (a few epochs, seconds): the CNN learns the
+held-out digits, its checkpoint reloads, a resumed run repeats an uninterrupted one bit
+for bit, the PyTorch comparison runs the same model, and missing requirements fail with
+one line."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+
+pytest.importorskip("sklearn")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "train.digits", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
+
+
+def held_out_accuracies(stdout: str) -> list[float]:
+    return [float(a) for a in re.findall(r"held-out accuracy (\d+\.\d+)%", stdout)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> tuple[Path, str]:
+    """The checkpoint and output of one uninterrupted 3-epoch run."""
+    out_dir = tmp_path_factory.mktemp("digits")
+    result = run_cli("--epochs", "3", "--out-dir", str(out_dir))
+    assert result.returncode == 0, result.stderr
+    return out_dir / "digits.safetensors", result.stdout
+
+
+def test_the_cnn_learns_the_held_out_digits(uninterrupted):
+    checkpoint, stdout = uninterrupted
+    assert "1438 training and 359 held-out images" in stdout
+    per_epoch = held_out_accuracies(stdout)[:3]
+    assert len(per_epoch) == 3 and per_epoch[-1] >= 90.0  # chance is 10%
+    losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", stdout)]
+    assert losses[-1] < 0.5 * losses[0]
+    # the reloaded checkpoint scores what the trained model scored
+    reloaded = re.search(r"reloaded: held-out accuracy (\d+\.\d+)%", stdout)
+    assert reloaded and float(reloaded.group(1)) == per_epoch[-1]
+    saved = mg.load(str(checkpoint))
+    assert int(saved["epoch"]) == 3
+    assert set(saved) == {"model", "optimizer", "scheduler", "epoch"}
+    assert list(saved["model"]) == ["0.weight", "0.bias", "3.weight", "3.bias", "7.weight",
+                                    "7.bias"]
+
+
+def test_a_resumed_run_repeats_the_uninterrupted_one(uninterrupted, tmp_path, monkeypatch):
+    """A 3-epoch run cut off after its second checkpoint, then resumed, ends with the
+    uninterrupted run's weights, bit for bit (data order, Adam state and schedule)."""
+    from train import digits
+
+    save = digits.save_checkpoint
+
+    def save_then_stop_after_two(path, model, optimizer, scheduler, epochs_done):
+        save(path, model, optimizer, scheduler, epochs_done)
+        if epochs_done == 2:
+            raise KeyboardInterrupt  # as if the user stopped the run here
+
+    monkeypatch.setattr(digits, "save_checkpoint", save_then_stop_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        digits.main(["--epochs", "3", "--out-dir", str(tmp_path)])
+    path = tmp_path / "digits.safetensors"
+    assert int(mg.load(str(path))["epoch"]) == 2
+    resumed = run_cli("--epochs", "3", "--out-dir", str(tmp_path), "--resume", str(path))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "epoch   3/3" in resumed.stdout and "epoch   2/3" not in resumed.stdout
+    checkpoint, _ = uninterrupted
+    expected, got = mg.load(str(checkpoint))["model"], mg.load(str(path))["model"]
+    for name in expected:
+        np.testing.assert_array_equal(got[name].numpy(), expected[name].numpy())
+
+
+def test_compare_torch_trains_the_same_model_in_pytorch(tmp_path):
+    pytest.importorskip("torch")
+    result = run_cli("--epochs", "1", "--out-dir", str(tmp_path), "--compare-torch")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0].startswith("| framework") and len(rows) == 3
+    assert rows[1].startswith("| minigrad") and rows[2].startswith("| PyTorch 2.")
+    assert all(accuracy > 50.0 for accuracy in held_out_accuracies("\n".join(rows)))
+
+
+def test_trains_on_the_gpu_path_of_the_cupy_stand_in(tmp_path):
+    """--device gpu end to end on the CuPy stand-in (MINIGRAD_FAKE_GPU=1): the batches
+    move to the device, the checkpoint reloads there."""
+    result = run_cli("--device", "gpu", "--epochs", "2", "--out-dir", str(tmp_path),
+                     env={"MINIGRAD_FAKE_GPU": "1"})
+    assert result.returncode == 0, result.stderr
+    assert held_out_accuracies(result.stdout)[1] >= 80.0
+    assert "reloaded: held-out accuracy" in result.stdout
+
+
+def test_build_model_gives_both_libraries_the_same_state_dict_names():
+    torch = pytest.importorskip("torch")
+    from train.digits import build_model
+
+    ours, theirs = build_model(mg), build_model(torch)
+    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
+        (k, tuple(v.shape)) for k, v in theirs.state_dict().items()]
+
+
+def run_main(capsys, *args: str) -> tuple[int, str]:
+    """main() in this process (no interpreter start-up): (exit status, stderr)."""
+    from train.digits import main
+
+    try:
+        status = main(list(args))
+    except SystemExit as exit_:  # argparse's usage errors
+        status = exit_.code
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["--resume", "/nonexistent/digits.safetensors"], 2,
+     "digits: no checkpoint at /nonexistent/digits.safetensors"),
+    (["--epochs", "0"], 2, "--epochs, --batch-size and --torch-threads must be at least 1"),
+    (["--test-fraction", "1.5"], 2, "--test-fraction must be between 0 and 1, got 1.5"),
+])
+def test_bad_arguments_fail_with_one_line(capsys, args, status, message):
+    code, stderr = run_main(capsys, *args)
+    assert code == status
+    assert message in stderr and "Traceback" not in stderr
+
+
+def test_gpu_without_cuda_fails_with_one_line(capsys):
+    if mg.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    code, stderr = run_main(capsys, "--device", "gpu")
+    assert code == 2
+    assert stderr.startswith("digits: --device gpu needs a CUDA GPU")
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_a_corrupt_checkpoint_fails_with_one_line(capsys, tmp_path):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a checkpoint")
+    code, stderr = run_main(capsys, "--resume", str(bad), "--out-dir", str(tmp_path))
+    assert code == 1
+    assert stderr.startswith(f"digits: cannot resume from {bad}")
+    assert len(stderr.strip().splitlines()) == 1
