@@ -14,7 +14,7 @@ import numpy as np
 
 from minigrad import dtypes
 from minigrad.backend import require_cuda
-from minigrad.tensor import Tensor
+from minigrad.tensor import Tensor, constant
 
 # DLPack device types (dlpack.h): host memory and CUDA memory (plain and managed)
 KDL_CPU = 1
@@ -53,7 +53,7 @@ def from_dlpack(obj) -> Tensor:
     if array.dtype not in _SHARED_DTYPES:
         raise TypeError(f"from_dlpack: minigrad has no {array.dtype} tensors (it has "
                         f"{_SHARED_NAMES}); convert the source tensor first")
-    return Tensor._wrap(array, None)
+    return constant(array)
 
 
 _SHARED_DTYPES = frozenset(d.np for d in dtypes.ALL)
