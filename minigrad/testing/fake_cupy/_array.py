@@ -352,9 +352,9 @@ for _name, _ufunc in _UNARY_OPERATORS.items():
 # NumPy's methods of the same name, run on the device memory
 
 _METHOD_NAMES = (
-    "all any argmax argmin argsort clip conj copy cumprod cumsum diagonal dot flatten max "
-    "mean min nonzero prod ravel repeat reshape round sort squeeze std sum swapaxes trace "
-    "transpose var view"
+    "all any argmax argmin argpartition argsort clip conj copy cumprod cumsum diagonal dot "
+    "flatten max mean min nonzero partition prod ravel repeat reshape round sort squeeze "
+    "std sum swapaxes take trace transpose var view"
 ).split()
 
 

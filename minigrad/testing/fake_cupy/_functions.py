@@ -36,14 +36,16 @@ UFUNC_NAMES = (
 ).split()
 
 FUNCTION_NAMES = (
-    "all allclose amax amin any append arange argmax argmin argsort argwhere around "
+    "all allclose amax amin any append arange argmax argmin argpartition argsort argwhere "
+    "around "
     "array_equal array_split atleast_1d atleast_2d atleast_3d average broadcast_arrays "
     "broadcast_to clip column_stack concatenate count_nonzero cumprod cumsum diag diagonal "
     "diff dot einsum empty empty_like expand_dims eye flatnonzero flip fliplr flipud full "
     "full_like hstack identity inner isclose kron linspace max mean median meshgrid min "
-    "moveaxis nan_to_num nanmax nanmean nanmin nansum nonzero ones ones_like outer pad prod "
-    "ptp ravel repeat reshape roll rollaxis round searchsorted shape size sort split "
-    "squeeze stack std sum swapaxes take_along_axis tensordot tile trace transpose tri "
+    "may_share_memory moveaxis nan_to_num nanmax nanmean nanmin nansum nonzero ones "
+    "ones_like outer pad partition prod ptp ravel repeat reshape roll rollaxis round "
+    "searchsorted shape shares_memory size sort split squeeze stack std sum swapaxes take "
+    "take_along_axis tensordot tile trace transpose tri "
     "tril triu unique var vstack where zeros zeros_like"
 ).split()
 
