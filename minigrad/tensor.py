@@ -109,13 +109,8 @@ class Tensor(TensorBase):
         return f"tensor({body}{extras})"
 
     # ------------------------------------------------------------------ autograd
-    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False,
-                 inputs=None) -> None:
-        """Accumulate d(self)/d(leaf) into the `.grad` of every leaf that requires grad
-        (see minigrad/autograd/engine.py). `gradient` is required unless self has one
-        element; `retain_graph=True` keeps the graph for another backward;
-        `create_graph=True` records the gradient's own graph (for higher derivatives)."""
-        engine.backward(self, gradient, retain_graph, create_graph, inputs)
+    # x.backward(...) is the engine's backward(x, ...) itself (see its docstring)
+    backward = engine.backward
 
     def detach(self) -> Tensor:
         """The same array, cut from the graph (shares memory and version counter)."""

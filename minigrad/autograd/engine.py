@@ -20,10 +20,9 @@ from minigrad.tensor_base import TensorBase
 
 
 class _Walk:
-    """The state of one backward pass.
+    """The state of one backward pass that the leaves need (the nodes' state lives in
+    run_backward's locals).
 
-    grads:       node -> the sum of the gradients its consumers have sent so far
-    consumers:   node -> how many consumers have not sent theirs yet
     leaf_grads:  id(leaf) -> [leaf, summed gradient], until the leaf's paths are done
     leaf_paths:  id(leaf) -> how many paths into the leaf are not done yet
     owned:       ids of the arrays (memory buffers) that a leaf's .grad must not share: the
@@ -31,18 +30,27 @@ class _Walk:
     capture:     for mg.autograd.grad: id(tensor) -> its gradient; then no .grad changes
     """
 
-    def __init__(self, roots, root_grads, capture):
-        self.consumers, self.leaf_paths = _count_consumers(roots)
-        self.grads: dict[Function, TensorBase] = {}
+    def __init__(self, leaf_paths: dict, root_grads, capture):
         self.leaf_grads: dict[int, list] = {}
-        self.owned = {id(_buffer(g.data)) for g in root_grads}
+        self.leaf_paths = leaf_paths
+        self.owned = set()
+        for g in root_grads:
+            base = g.data.base
+            self.owned.add(id(g.data if base is None else base))
         self.capture = capture
 
 
 def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bool = False,
                  capture: dict | None = None) -> None:
-    """Backpropagate `root_grads` from `roots` through the graph (see the module doc)."""
-    walk = _Walk(roots, root_grads, capture)
+    """Backpropagate `root_grads` from `roots` through the graph (see the module doc).
+
+    grads maps a node to the sum of the gradients its consumers have sent so far, and
+    consumers to how many of them have not sent theirs yet; a node whose count reaches 0
+    is ready, and runs."""
+    consumers, leaf_paths = _count_consumers(roots)
+    walk = _Walk(leaf_paths, root_grads, capture)
+    grads: dict[Function, TensorBase] = {}
+    checked = MODES.anomaly  # under detect_anomaly, every gradient is checked for NaN
     previous_mode = MODES.grad_enabled
     MODES.grad_enabled = create_graph  # record the gradient's own graph only if asked
     try:
@@ -51,26 +59,39 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
             node = root.grad_fn
             if node is None:
                 _send_to_leaf(walk, root, grad)
-            else:
-                _add_to(walk.grads, node, grad)
-                if walk.consumers[node] == 0 and node not in ready:
-                    ready.append(node)
+                continue
+            previous = grads.get(node)
+            grads[node] = grad if previous is None else _sum(previous, grad)
+            if consumers[node] == 0 and node not in ready:
+                ready.append(node)
         while ready:
             node = ready.pop()
-            grad = walk.grads.pop(node, None)
-            input_grads = _node_backward(node, grad, walk.capture)
-            for inp, needs, g in zip(node.inputs, node.needs_input_grad, input_grads):
-                if needs and _send(walk, inp, g):
-                    ready.append(inp.grad_fn)
+            input_grads = _node_backward(node, grads.pop(node, None), capture, checked)
+            for inp, needs, grad in zip(node.inputs, node.needs_input_grad, input_grads):
+                if not needs:
+                    continue
+                if grad is not None and (grad.data.shape != inp.data.shape
+                                         or grad.data.dtype != inp.data.dtype):
+                    grad = _fit_to_input(grad, inp)
+                parent = inp.grad_fn
+                if parent is None:
+                    _send_to_leaf(walk, inp, grad)
+                    continue
+                if grad is not None:
+                    previous = grads.get(parent)
+                    grads[parent] = grad if previous is None else _sum(previous, grad)
+                consumers[parent] -= 1
+                if consumers[parent] == 0:
+                    ready.append(parent)
             if not retain_graph:
                 node._free()
-        for leaf, g in walk.leaf_grads.values():  # leaves whose other paths never ran
-            _deliver_to_leaf(walk, leaf, g)
+        for leaf, grad in walk.leaf_grads.values():  # leaves whose other paths never ran
+            _deliver_to_leaf(walk, leaf, grad)
     finally:
         MODES.grad_enabled = previous_mode
 
 
-def _node_backward(node: Function, grad, capture) -> tuple:
+def _node_backward(node: Function, grad, capture, checked: bool) -> tuple:
     """The node's backward rule applied to `grad`: one gradient (or None) per input."""
     if grad is None:  # no gradient reached this node: it only releases its inputs
         return (None,) * len(node.inputs)
@@ -80,27 +101,11 @@ def _node_backward(node: Function, grad, capture) -> tuple:
         input_grads = INSTRUMENTS.profiler.timed_backward(node, grad)
     else:
         input_grads = node.backward(grad)
-    if not isinstance(input_grads, tuple):
+    if input_grads.__class__ is not tuple:
         input_grads = (input_grads,)
-    if MODES.anomaly:
+    if checked:
         _check_finite(node, input_grads)
     return input_grads
-
-
-def _send(walk: _Walk, inp: TensorBase, grad) -> bool:
-    """Pass one gradient (or None) along the edge into `inp`. True when `inp`'s node has
-    now heard from all its consumers and is ready to run."""
-    if grad is not None:
-        grad = _fit_to_input(grad, inp)
-    node = inp.grad_fn
-    if node is None:
-        _send_to_leaf(walk, inp, grad)
-        return False
-    if grad is not None:
-        _add_to(walk.grads, node, grad)
-    remaining = walk.consumers[node] - 1
-    walk.consumers[node] = remaining
-    return remaining == 0
 
 
 def _fit_to_input(grad: TensorBase, inp: TensorBase) -> TensorBase:
@@ -112,11 +117,6 @@ def _fit_to_input(grad: TensorBase, inp: TensorBase) -> TensorBase:
     if array.dtype != target.dtype:
         grad = grad.to(inp.dtype)
     return grad
-
-
-def _add_to(grads: dict, key, grad) -> None:
-    previous = grads.get(key)
-    grads[key] = grad if previous is None else _sum(previous, grad)
 
 
 def _sum(total: TensorBase, grad: TensorBase) -> TensorBase:
@@ -132,15 +132,19 @@ def _sum(total: TensorBase, grad: TensorBase) -> TensorBase:
 def _send_to_leaf(walk: _Walk, leaf: TensorBase, grad) -> None:
     """Sum `grad` into the leaf's pending gradient; deliver it after the last path."""
     key = id(leaf)
-    if grad is not None:
-        entry = walk.leaf_grads.get(key)
-        if entry is None:
-            walk.leaf_grads[key] = [leaf, grad]
-        else:
-            entry[1] = _sum(entry[1], grad)
-    walk.leaf_paths[key] -= 1
-    if walk.leaf_paths[key] == 0 and key in walk.leaf_grads:
-        _deliver_to_leaf(walk, *walk.leaf_grads.pop(key))
+    remaining = walk.leaf_paths[key] - 1
+    walk.leaf_paths[key] = remaining
+    entry = walk.leaf_grads.pop(key, None)
+    if entry is not None and grad is not None:
+        grad = _sum(entry[1], grad)
+    elif entry is not None:
+        grad = entry[1]
+    if grad is None:
+        return
+    if remaining:
+        walk.leaf_grads[key] = [leaf, grad]
+    else:
+        _deliver_to_leaf(walk, leaf, grad)
 
 
 def _deliver_to_leaf(walk: _Walk, leaf: TensorBase, grad: TensorBase) -> None:
@@ -172,9 +176,11 @@ def _deliver_to_leaf(walk: _Walk, leaf: TensorBase, grad: TensorBase) -> None:
 def _adopt(walk: _Walk, grad: TensorBase) -> TensorBase:
     """`grad` itself as a new `.grad` when nothing else holds its memory, else a copy: the
     caller's gradient, another leaf's .grad and read-only (broadcast) views are copied."""
-    buffer = id(_buffer(grad.data))
-    if buffer in walk.owned or not _writable(grad.data):
-        grad = grad._wrap(grad.xp.array(grad.data, copy=True), grad.grad_fn)
+    array = grad.data
+    base = array.base  # a view's base is the array that owns the memory (NumPy and CuPy)
+    buffer = id(array if base is None else base)
+    if buffer in walk.owned or (base is not None and not _writable(array)):
+        grad = grad._wrap(grad.xp.array(array, copy=True), grad.grad_fn)
         buffer = id(grad.data)
     walk.owned.add(buffer)
     return grad
@@ -190,19 +196,15 @@ def _accumulates_in_place(total: TensorBase, grad: TensorBase) -> bool:
 def _writable(array) -> bool:
     """False for a read-only NumPy array and for a view that repeats elements (a zero
     stride, as an expanded gradient has; CuPy allows writing into those)."""
-    if not getattr(array.flags, "writeable", True):
+    flags = array.flags
+    if not getattr(flags, "writeable", True):
         return False
+    if flags.c_contiguous or flags.f_contiguous:  # no element repeats in a contiguous array
+        return True
     for size, stride in zip(array.shape, array.strides):
         if stride == 0 and size > 1:
             return False
     return True
-
-
-def _buffer(array):
-    """The object that owns an array's memory (the array itself unless it is a view)."""
-    while getattr(array, "base", None) is not None:
-        array = array.base
-    return array
 
 
 # ----------------------------------------------------------------------------- graph
@@ -216,27 +218,31 @@ def _count_consumers(roots) -> tuple[dict, dict]:
     leaf_paths: dict[int, int] = {}
     stack = []
     for root in roots:
-        _count_edge(root, consumers, leaf_paths, stack, from_root=True)
+        node = root.grad_fn
+        if node is None:
+            leaf_paths[id(root)] = leaf_paths.get(id(root), 0) + 1
+        elif node not in consumers:
+            if node._freed:
+                raise _freed_error(node)
+            consumers[node] = 0
+            stack.append(node)
     while stack:
         node = stack.pop()
         for inp, needs in zip(node.inputs, node.needs_input_grad):
-            if needs:
-                _count_edge(inp, consumers, leaf_paths, stack, from_root=False)
+            if not needs:
+                continue
+            parent = inp.grad_fn
+            if parent is None:
+                leaf_paths[id(inp)] = leaf_paths.get(id(inp), 0) + 1
+                continue
+            count = consumers.get(parent)
+            if count is None:  # first visit
+                if parent._freed:
+                    raise _freed_error(parent)
+                stack.append(parent)
+                count = 0
+            consumers[parent] = count + 1
     return consumers, leaf_paths
-
-
-def _count_edge(inp, consumers: dict, leaf_paths: dict, stack: list, from_root: bool):
-    node = inp.grad_fn
-    if node is None:
-        leaf_paths[id(inp)] = leaf_paths.get(id(inp), 0) + 1
-        return
-    count = consumers.get(node)
-    if count is None:  # first visit
-        if node._freed:
-            raise _freed_error(node)
-        stack.append(node)
-        count = 0
-    consumers[node] = count if from_root else count + 1
 
 
 def _freed_error(node: Function) -> RuntimeError:
@@ -286,7 +292,11 @@ def _check_finite(node: Function, grads: tuple) -> None:
 def backward(tensor: TensorBase, gradient=None, retain_graph=None, create_graph=False,
              inputs=None) -> None:
     """Accumulate d(tensor)/d(leaf) into the `.grad` of every leaf that requires grad (of
-    the tensors in `inputs` only, when given). This is Tensor.backward."""
+    the tensors in `inputs` only, when given). This is Tensor.backward.
+
+    `gradient` is required unless the tensor has one element; `retain_graph=True` keeps
+    the graph for another backward; `create_graph=True` records the gradient's own graph
+    (for higher derivatives)."""
     if not tensor._requires_grad:
         raise RuntimeError(
             "backward(): element 0 of tensors does not require grad and does not have a "

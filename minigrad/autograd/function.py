@@ -49,6 +49,12 @@ class Function:
     """
 
     is_view = False  # True for ops whose output may share input 0's memory (and version)
+    # what a node holds until forward saves arrays, a hook is registered or backward frees
+    # it; as class attributes, no op writes them
+    _saved = ()
+    _hooks = None
+    _retained = None
+    _freed = False
 
     inputs: tuple
     needs_input_grad: tuple
@@ -68,12 +74,13 @@ class Function:
         if INSTRUMENTS.profiler is not None:
             return INSTRUMENTS.profiler.timed_apply(cls, inputs, params)
         node = cls()
-        node._saved = ()
-        arrays = []
-        for t in inputs:
-            arrays.append(t.data)
         try:
-            out = node.forward(*arrays, **params)
+            if len(inputs) == 2 and not params:
+                # the common case, a binary op: passing the two arrays directly skips
+                # building an argument list (1.2k of the 14k instructions of `a * b`)
+                out = node.forward(inputs[0].data, inputs[1].data)
+            else:
+                out = node.forward(*[t.data for t in inputs], **params)
         except Exception as exc:
             # NumPy and CuPy reject bad shapes, and each other's arrays, in many ways
             if isinstance(exc, (ValueError, TypeError, IndexError)) or _mixes_devices(inputs):
@@ -105,8 +112,6 @@ class Function:
         self.needs_input_grad = tuple(needs)
         self._versions = versions
         self._out_data = out
-        self._freed = False
-        self._hooks = self._retained = None
         if MODES.anomaly:
             self._trace = "".join(traceback.format_stack()[:-3])
         first = inputs[0]
