@@ -465,3 +465,23 @@ print(len(messages), float(y.sum()))
     result = _python(code, MINIGRAD_KERNELS="numba")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "4.0"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data(), amsgrad=st.booleans(), decoupled=st.booleans(),
+       weight_decay=st.sampled_from([0.0, 0.1]), step=st.integers(1, 50))
+def test_adam_update_matches_reference(dtype, data, amsgrad, decoupled, weight_decay, step):
+    from minigrad.kernels.adam import adam_update_twin
+
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9))
+    values = st.floats(-3, 3, width=32)
+    p, g, m = (data.draw(hnp.arrays(dtype, shape, elements=values)) for _ in range(3))
+    v, v_max = (np.abs(data.draw(hnp.arrays(dtype, shape, elements=values))) for _ in range(2))
+    ours = [a.copy() for a in (p, m, v, v_max)]
+    twin = [a.copy() for a in (p, m, v, v_max)]
+    settings_ = (step, 1e-2, 0.9, 0.98, 1e-8, weight_decay, decoupled)
+    kernels.adam_update(ours[0], g, ours[1], ours[2], ours[3] if amsgrad else None, *settings_)
+    adam_update_twin(twin[0], g, twin[1], twin[2], twin[3] if amsgrad else None, *settings_)
+    for a, b in zip(ours, twin):
+        _assert_close(a, b, dtype)

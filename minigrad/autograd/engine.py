@@ -163,7 +163,7 @@ def _deliver_to_leaf(walk: _Walk, leaf: TensorBase, grad: TensorBase) -> None:
     if not leaf._requires_grad:
         return
     if leaf.grad is None:
-        leaf.grad = _adopt(walk, grad)
+        leaf.grad = _adopt(walk, grad, leaf)
     elif MODES.grad_enabled or not _accumulates_in_place(leaf.grad, grad):
         leaf.grad = leaf.grad + grad if MODES.grad_enabled else _sum(leaf.grad, grad)
     else:
@@ -173,14 +173,17 @@ def _deliver_to_leaf(walk: _Walk, leaf: TensorBase, grad: TensorBase) -> None:
         hook(leaf)
 
 
-def _adopt(walk: _Walk, grad: TensorBase) -> TensorBase:
-    """`grad` itself as a new `.grad` when nothing else holds its memory, else a copy: the
-    caller's gradient, another leaf's .grad and read-only (broadcast) views are copied."""
+def _adopt(walk: _Walk, grad: TensorBase, leaf: TensorBase) -> TensorBase:
+    """`grad` itself as a new `.grad` when nothing else holds its memory and it is laid out
+    as the leaf is, else a copy: the caller's gradient, another leaf's .grad, read-only
+    (broadcast) views and a transposed gradient of a contiguous leaf are copied (an
+    optimizer then walks .grad and the leaf in the same order, not across strides)."""
     array = grad.data
     base = array.base  # a view's base is the array that owns the memory (NumPy and CuPy)
     buffer = id(array if base is None else base)
-    if buffer in walk.owned or (base is not None and not _writable(array)):
-        grad = grad._wrap(grad.xp.array(array, copy=True), grad.grad_fn)
+    if buffer in walk.owned or (base is not None and not _writable(array)) or (
+            not array.flags.c_contiguous and leaf.data.flags.c_contiguous):
+        grad = grad._wrap(grad.xp.array(array, copy=True, order="C"), grad.grad_fn)
         buffer = id(grad.data)
     walk.owned.add(buffer)
     return grad

@@ -11,6 +11,7 @@ backend arrays (NumPy or CuPy); the row kernels work over the LAST axis.
     layer_norm_weight_grad(g, x, mean, rstd, k) -> dw
     cross_entropy(x, valid, target, tw, w, eps) -> (losses, logp)      rows of (M, C)
     cross_entropy_backward(logp, valid, target, tw, w, eps, scale) -> dx
+    adam_update(p, g, m, v, v_max, step, lr, beta1, beta2, eps, wd, decoupled)  in place
 
 Layout: `<name>.py` holds the reference twins in plain `xp` code and the dispatcher;
 `cpu/<name>.py` the Numba code; `cuda/` the Numba CUDA kernels; `thresholds.py` the one
@@ -24,6 +25,7 @@ this package imports no Numba and compiles nothing: a kernels/cpu module is impo
 first call that needs it, and its kernels compile once per machine (see cpu/jit.py).
 """
 
+from minigrad.kernels.adam import adam_update
 from minigrad.kernels.cross_entropy import cross_entropy, cross_entropy_backward
 from minigrad.kernels.layer_norm import layer_norm, layer_norm_backward, layer_norm_weight_grad
 from minigrad.kernels.matmul import matmul
@@ -46,6 +48,7 @@ __all__ = [
     "layer_norm_weight_grad",
     "cross_entropy",
     "cross_entropy_backward",
+    "adam_update",
     "get_mode",
     "set_mode",
     "mode",

@@ -24,4 +24,6 @@ MIN_SIZE = {
     "matmul_2d": math.inf,
     # batched products of small matrices (sides <= 64): 1.05-1.3x from 2**20 multiply-adds
     "matmul_batched": 2**20,
+    # the fused Adam update
+    "adam": 1,
 }

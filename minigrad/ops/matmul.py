@@ -32,9 +32,15 @@ class MatMul(Function):
             if b.ndim == 2 and a.ndim > 2:
                 # a weight shared by every batch item: fold the batch into rows, one
                 # (k, rows) @ (rows, n) product instead of a batched one summed afterwards
-                grad_b = a.reshape(-1, a.shape[-1]).T @ grad.reshape(-1, grad.shape[-1])
+                rows_a, rows_grad = a.reshape(-1, a.shape[-1]), grad.reshape(-1, grad.shape[-1])
             else:
-                grad_b = a.transpose(-1, -2) @ grad
+                rows_a, rows_grad = a, grad
+            if b.ndim == 2 and b.data.flags.f_contiguous and not b.data.flags.c_contiguous:
+                # b is a transposed matrix (x @ w.T): make its gradient (g^T a)^T, which is
+                # laid out as b is, so that w's gradient comes out contiguous, uncopied
+                grad_b = (rows_grad.transpose(-1, -2) @ rows_a).transpose(-1, -2)
+            else:
+                grad_b = rows_a.transpose(-1, -2) @ rows_grad
         return grad_a, grad_b
 
     def _vector_backward(self, a, b, grad):

@@ -1,8 +1,7 @@
 """Adam and AdamW (decoupled weight decay), with PyTorch's bias correction."""
 from __future__ import annotations
 
-import math
-
+from minigrad import kernels
 from minigrad.optim.optimizer import Optimizer
 
 
@@ -11,7 +10,8 @@ class Adam(Optimizer):
         g = g + weight_decay * p                   (Adam; AdamW instead: p *= 1 - lr * wd)
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g^2          (amsgrad: v_max = max(v_max, v))
-        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)"""
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+    computed by kernels.adam_update (one fused pass over each parameter where it can)."""
 
     decoupled_weight_decay = False
 
@@ -38,33 +38,14 @@ class Adam(Optimizer):
             if param.grad is None:
                 continue
             p, g = param.data, param.grad.data
-            xp = param.xp
             state = self.state.get(param)
             if state is None:
-                state = self.state[param] = _initial_state(p, xp, group["amsgrad"])
+                state = self.state[param] = _initial_state(p, param.xp, group["amsgrad"])
             state["step"] += 1
             step = state["step"]
-            if weight_decay and self.decoupled_weight_decay:
-                p *= 1 - lr * weight_decay
-            elif weight_decay:
-                g = g + weight_decay * p
-            m, v = state["exp_avg"], state["exp_avg_sq"]
-            scratch = xp.multiply(g, 1 - beta1)
-            m *= beta1
-            m += scratch
-            xp.multiply(g, g, out=scratch)
-            scratch *= 1 - beta2
-            v *= beta2
-            v += scratch
-            if group["amsgrad"]:
-                v = xp.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
-            # scratch = sqrt(v) / sqrt(1 - beta2^t) + eps, then the step m / scratch
-            xp.sqrt(v, out=scratch)
-            scratch /= math.sqrt(1 - beta2**step)
-            scratch += eps
-            xp.divide(m, scratch, out=scratch)
-            scratch *= lr / (1 - beta1**step)
-            p -= scratch
+            kernels.adam_update(p, g, state["exp_avg"], state["exp_avg_sq"],
+                                state.get("max_exp_avg_sq"), step, lr, beta1, beta2, eps,
+                                weight_decay, self.decoupled_weight_decay)
             param._version[0] += 1
 
 

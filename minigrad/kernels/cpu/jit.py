@@ -15,9 +15,14 @@ _warned = False
 
 def kernel(function=None, **options):
     """`@kernel` or `@kernel(fastmath=...)`: numba.njit(cache=True, **options), falling
-    back to cache=False where Numba finds no writable cache location."""
+    back to cache=False where Numba finds no writable cache location.
+
+    Arithmetic follows NumPy (error_model="numpy"): x / 0 is inf or NaN, as in the twins,
+    rather than Python's ZeroDivisionError, whose check on every division also keeps LLVM
+    from vectorising a loop that divides."""
     if function is None:
         return lambda f: kernel(f, **options)
+    options.setdefault("error_model", "numpy")
     try:
         return njit(cache=True, **options)(function)
     except RuntimeError as exc:

@@ -1,0 +1,33 @@
+"""The fused Adam update: one pass over a parameter, its gradient and its two (or three,
+with amsgrad) moment arrays, all flat and C-contiguous, updated in place.
+
+Performance rule: memory-bound. The twin's ten NumPy passes read and write the arrays
+again and again; here every element is loaded once and stored once, and the loop
+vectorises (no branch depends on the element, only on the flags).
+"""
+import numpy as np
+
+from minigrad.kernels.cpu.jit import kernel
+
+_FASTMATH = {"reassoc", "contract"}
+
+
+@kernel(fastmath=_FASTMATH)
+def adam_update(p, g, m, v, v_max, amsgrad, step_size, bias2_sqrt, beta1, beta2,
+                one_minus_beta1, one_minus_beta2, eps, weight_decay, decoupled, lr):
+    """p -= step_size * m / (sqrt(v) / bias2_sqrt + eps) after the moment updates, with
+    step_size = lr / (1 - beta1^t) and bias2_sqrt = sqrt(1 - beta2^t); see kernels/adam.py.
+    `v_max` is only read and written when `amsgrad`."""
+    one = p.dtype.type(1)
+    decay = one - lr * weight_decay if decoupled else one
+    coupled = p.dtype.type(0) if decoupled else weight_decay
+    for i in range(p.size):
+        grad = g[i] + coupled * p[i]
+        moment = beta1 * m[i] + one_minus_beta1 * grad
+        second = beta2 * v[i] + one_minus_beta2 * (grad * grad)
+        m[i] = moment
+        v[i] = second
+        if amsgrad:
+            second = max(v_max[i], second)
+            v_max[i] = second
+        p[i] = p[i] * decay - step_size * moment / (np.sqrt(second) / bias2_sqrt + eps)
