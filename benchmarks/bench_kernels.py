@@ -4,8 +4,8 @@
 
 For every kernel and shape: median wall time of the reference twin (mode "numpy"), the
 Numba kernel through its dispatcher (mode "numba"), PyTorch CPU when importable (default
-thread count), speed-ups, the path "auto" mode picks, and throughput (GFLOP/s for matmul
-against this machine's measured peak, GB/s of array traffic for the rest). Implementations
+thread count), speed-ups, the path "auto" mode picks, and throughput (GB/s of array
+traffic). Implementations
 are interleaved within each repeat so load from other processes hits them alike. Then
 first-call compile time (fresh process, empty NUMBA_CACHE_DIR) and cached start-up time
 (second fresh process, same cache dir).
@@ -143,61 +143,24 @@ def _cross_entropy_cases(rng):
     return cases
 
 
-def _matmul_cases(rng):
-    cases = []
-    shapes = [
-        ("matmul 2-D", (512, 512), (512, 512), False),
-        ("matmul 2-D, b = w.T", (512, 512), (512, 512), True),
-        ("matmul 2-D", (64, 64), (64, 64), False),
-        ("matmul x@w.T (Linear)", (2560, 64), (256, 64), True),
-        ("batched q@k^T", (256, 20, 64), (256, 20, 64), True),
-        ("batched", (256, 20, 64), (256, 64, 20), False),
-        ("batched p@v", (256, 20, 20), (256, 20, 64), False),
-        # the shapes of bench_train's "small" step (d_model 128, 4 heads, 64 x 16 tokens)
-        ("matmul 3-D x@w.T (Linear)", (64, 16, 128), (128, 128), True),
-        ("batched q@k^T", (256, 16, 32), (256, 16, 32), True),
-        ("batched p@v", (256, 16, 16), (256, 16, 32), False),
-    ]
-    for name, a_shape, b_shape, transposed in shapes:
-        for dtype in (np.float32, np.float64):
-            a = rng.standard_normal(a_shape).astype(dtype)
-            b = rng.standard_normal(b_shape).astype(dtype)
-            if transposed:
-                b = np.swapaxes(b, -1, -2)
-            flops = 2 * a.size * b.shape[-1]
-            cases.append((name, (a.shape, b.shape), dtype, kernels.matmul, (a, b), flops))
-    return cases
-
-
 def _torch_call(name, function, args):
     """The PyTorch CPU counterpart of a row, or None (no torch, or no single aten op:
     layer norm and cross-entropy rows are compared with the twin only)."""
     if torch is None:
         return None
-    if function is kernels.matmul:
-        tensors = [torch.from_numpy(a) for a in args]
-        return lambda: torch.matmul(*tensors)
     if "softmax" in name:
         return _torch_softmax(name, args)
     return None
 
 
-def _peak_gflops(repeats):
-    a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
-    (seconds,) = _median_times([lambda: a @ a], repeats)
-    return 2 * 1024**3 / seconds / 1e9
-
-
 def run_table(repeats, only=""):
     rng = np.random.default_rng(0)
-    peak = _peak_gflops(repeats)
-    print(f"matmul peak of this machine (NumPy/OpenBLAS 1024x1024 float32): {peak:.0f} GFLOP/s")
     header = "| kernel | shape | dtype | reference ms | numba ms | torch ms | ref/numba"
     header += " | torch/numba | auto picks | numba throughput |"
     print(header)
     print("|" + "---|" * 10)
     cases = _softmax_cases(rng) + _layer_norm_cases(rng) + _cross_entropy_cases(rng)
-    for name, shape, dtype, function, args, work in cases + _matmul_cases(rng):
+    for name, shape, dtype, function, args, work in cases:
         if only not in name:
             continue
         functions = [_in_mode("numpy", function, *args), _in_mode("numba", function, *args)]
@@ -208,11 +171,7 @@ def run_table(repeats, only=""):
         ref, numba = times[0], times[1]
         torch_ms = f"{times[2] * 1e3:.3f}" if torch_call is not None else "-"
         torch_ratio = f"{times[2] / numba:.2f}" if torch_call is not None else "-"
-        if function is kernels.matmul:
-            rate = work / numba / 1e9
-            throughput = f"{rate:.1f} GFLOP/s ({100 * rate / peak:.0f}% of peak)"
-        else:
-            throughput = f"{work / numba / 1e9:.1f} GB/s"
+        throughput = f"{work / numba / 1e9:.1f} GB/s"
         row = [name, str(shape), np.dtype(dtype).name, f"{ref * 1e3:.3f}", f"{numba * 1e3:.3f}"]
         row += [torch_ms, f"{ref / numba:.2f}", torch_ratio, _auto_path(function, args)]
         print("| " + " | ".join(row + [throughput]) + " |", flush=True)
@@ -227,8 +186,7 @@ imported = time.perf_counter()
 x = np.ones((4, 8), np.float32)
 with k.mode("numba"):
     k.softmax(x); k.softmax_backward(x, x); k.log_softmax(x); k.log_softmax_backward(x, x)
-    k.matmul(x, x.T); k.matmul(x[None], x.T[None]); k.matmul(x[None], x[None].transpose(0, 2, 1))
-    k.matmul(x[None], np.ones((1, 8, 4), np.float32))
+    k.adam_update(x.copy(), x, x.copy(), x * x, None, 1, 1e-3, 0.9, 0.999, 1e-8, 0.0, False)
     y, mean, rstd = k.layer_norm(x, x[0], x[0], 1, 1e-5)
     k.layer_norm_backward(x, x, mean, rstd, x[0], 1)
     rows = (np.ones(4, bool), np.zeros(4, np.int64), np.ones(4, np.float32), None, 0.1)

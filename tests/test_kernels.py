@@ -17,7 +17,6 @@ from hypothesis.extra import numpy as hnp
 import minigrad.kernels as kernels
 from minigrad.kernels.cross_entropy import cross_entropy_backward_twin, cross_entropy_twin
 from minigrad.kernels.layer_norm import layer_norm_backward_twin, layer_norm_twin
-from minigrad.kernels.matmul import matmul_twin
 from minigrad.kernels.softmax import (
     _TWINS,
     log_softmax_backward_twin,
@@ -132,61 +131,6 @@ def test_softmax_kernels_across_row_lengths_and_chunks(dtype, shape):
         out = np.empty_like(x)
         getattr(cpu_softmax, name)(*args, out)
         _assert_close(out, expected, dtype)
-
-
-def _matmul_operands(draw, dtype):
-    """Operand shapes covering 2-D, batched with broadcasting (either side) and 1-D cases,
-    with tile edges: m, k, n of 1, sizes not multiples of the 4x3, 2x4 and 4-row register
-    tiles, n across the vector widths (4 or 8 lanes, tiles of 2 vectors), and sometimes a
-    non-contiguous `a`."""
-    m, k = draw(st.integers(1, 13)), draw(st.integers(1, 13))
-    n = draw(st.one_of(st.integers(1, 13), st.integers(14, 40)))
-    batch = draw(st.sampled_from([(), (3,), (2, 3)]))
-    ones = (1,) * len(batch)
-    a_shape = draw(st.sampled_from([(k,), (m, k), batch + (m, k), ones + (m, k)]))
-    b_shape = draw(st.sampled_from([(k,), (k, n), batch + (k, n), ones + (k, n)]))
-    values = st.floats(-3, 3, width=32)
-    a = draw(hnp.arrays(dtype, a_shape, elements=values))
-    b = draw(hnp.arrays(dtype, b_shape, elements=values))
-    if b.ndim > 1 and draw(st.booleans()):
-        # the transpose of a contiguous array: the kernel's free fast path
-        b = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)
-    if a.ndim > 1 and draw(st.booleans()):
-        a = np.ascontiguousarray(np.swapaxes(a, -1, -2)).swapaxes(-1, -2)
-    return a, b
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@settings(max_examples=80, deadline=None)
-@given(data=st.data())
-def test_matmul_matches_reference(dtype, data):
-    a, b = _matmul_operands(data.draw, dtype)
-    expected = matmul_twin(a, b)
-    actual = kernels.matmul(a, b)
-    assert np.shape(actual) == expected.shape
-    _assert_close(actual, expected, dtype)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(
-    "a_shape, b_shape",
-    [
-        ((70, 130), (130, 50)),
-        ((40, 20, 64), (40, 64, 20)),
-        ((40, 20, 20), (40, 20, 64)),
-        ((8, 4, 16, 32), (8, 4, 32, 16)),
-        ((8, 4, 16, 16), (8, 4, 16, 32)),
-        ((5, 17, 64), (5, 64, 33)),
-    ],
-)
-def test_matmul_larger_shapes(dtype, a_shape, b_shape):
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal(a_shape).astype(dtype)
-    b = rng.standard_normal(b_shape).astype(dtype)
-    _assert_close(kernels.matmul(a, b), a @ b, dtype)
-    _assert_close(
-        kernels.matmul(a, np.ascontiguousarray(b.swapaxes(-1, -2)).swapaxes(-1, -2)), a @ b, dtype
-    )
 
 
 @st.composite

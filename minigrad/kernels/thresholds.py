@@ -1,12 +1,12 @@
 """Every size threshold of the kernel dispatchers, in one table.
 
 In auto mode a dispatcher runs its Numba kernel when the input has at least this many
-elements (multiply-adds for matmul), and its NumPy twin below. Each figure is where the
-kernel started to win, measured through the dispatcher with both twins and kernels timed
-alternately (`python -m benchmarks.bench_kernels`, see benchmarks/README_kernels.md).
-`math.inf` means the twin always won, so only "numba" mode runs that kernel.
+elements, and its NumPy twin below. Each figure is where the kernel started to win, forward
+and backward: `python -m benchmarks.bench_modes` times every dispatched op through the
+public API in the three modes at the shapes of the training configurations, and
+`python -m benchmarks.bench_kernels` the kernels alone across sizes (see
+benchmarks/README_kernels.md).
 """
-import math
 
 MIN_SIZE = {
     # rows of 10, 16, 20 and 128: the forward kernels win 2.0-3.2x at every size from 80
@@ -20,10 +20,6 @@ MIN_SIZE = {
     "layer_norm_backward": 16384,
     "cross_entropy": 16384,
     "cross_entropy_backward": 16384,
-    # 2-D products: OpenBLAS always
-    "matmul_2d": math.inf,
-    # batched products of small matrices (sides <= 64): 1.05-1.3x from 2**20 multiply-adds
-    "matmul_batched": 2**20,
     # the fused Adam update
     "adam": 1,
 }
