@@ -14,9 +14,11 @@ second derivatives.
 from __future__ import annotations
 
 import traceback
+from typing import NamedTuple
 
 import numpy as np
 
+from minigrad import dtypes
 from minigrad.autograd.grad_mode import MODES
 from minigrad.tensor_base import TensorBase
 
@@ -52,6 +54,7 @@ class Function:
     # what a node holds until forward saves arrays, a hook is registered or backward frees
     # it; as class attributes, no op writes them
     _saved = ()
+    _out_data = None
     _hooks = None
     _retained = None
     _freed = False
@@ -103,21 +106,30 @@ class Function:
         return out
 
     def _link(self, inputs: tuple, out):
-        """Make this node the creator of `out`: remember the inputs and their versions."""
-        self.inputs = inputs
-        needs, versions = [], []
+        """Make this node the creator of `out`: remember the inputs and their versions.
+
+        A node holds no array it did not save: an input whose array it does not need is
+        kept as an _Edge (its creator, shape and dtype), and the output's array only if it
+        was saved, so that every intermediate is freed as soon as nothing needs it."""
+        saved = self._saved
+        kept, needs, versions = [], [], []
         for t in inputs:
             needs.append(t._requires_grad)
             versions.append(t._version[0])
+            if t.grad_fn is not None and not _is_one_of(t.data, saved):
+                t = _Edge(t)
+            kept.append(t)
+        self.inputs = tuple(kept)
         self.needs_input_grad = tuple(needs)
         self._versions = versions
-        self._out_data = out
         if MODES.anomaly:
             self._trace = "".join(traceback.format_stack()[:-3])
         first = inputs[0]
         result = first._wrap(out, self, first._version if self.is_view else None)
-        self._out_version = result._version
-        self._out_version_at_save = result._version[0]
+        if _is_one_of(out, saved):
+            self._out_data = out
+            self._out_version = result._version
+            self._out_version_at_save = result._version[0]
         return result
 
     @property
@@ -156,6 +168,44 @@ class Function:
         whatever else its forward stored on it (after its backward has run)."""
         self.__dict__.clear()
         self._freed = True
+
+
+class _Edge:
+    """What a node keeps of an input whose array it did not save: the node that made the
+    input (for the backward walk), its shape and dtype (to fit a gradient to it) and a way
+    to make tensors; not the array itself."""
+
+    __slots__ = ("grad_fn", "_requires_grad", "data", "_version", "_wrap")
+
+    def __init__(self, tensor: TensorBase):
+        self.grad_fn = tensor.grad_fn
+        self._requires_grad = tensor._requires_grad
+        self.data = _ArrayInfo(tensor.data.shape, tensor.data.dtype)
+        self._version = tensor._version
+        self._wrap = tensor._wrap
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return dtypes.from_numpy(self.data.dtype)
+
+
+class _ArrayInfo(NamedTuple):
+    """The shape and dtype of an array that is no longer held."""
+
+    shape: tuple
+    dtype: np.dtype
+
+
+def _is_one_of(array, arrays: tuple) -> bool:
+    """`array` is one of `arrays` (by identity: arrays compare elementwise)."""
+    for other in arrays:
+        if other is array:
+            return True
+    return False
 
 
 def _modified_error(op: str, index: int, expected: int, t: TensorBase) -> RuntimeError:
