@@ -354,7 +354,7 @@ for _name, _ufunc in _UNARY_OPERATORS.items():
 _METHOD_NAMES = (
     "all any argmax argmin argpartition argsort clip conj copy cumprod cumsum diagonal dot "
     "flatten max mean min nonzero partition prod ravel repeat reshape round sort squeeze "
-    "std sum swapaxes take trace transpose var view"
+    "std sum swapaxes trace transpose var view"
 ).split()
 
 

@@ -44,7 +44,7 @@ FUNCTION_NAMES = (
     "full_like hstack identity inner isclose kron linspace max mean median meshgrid min "
     "may_share_memory moveaxis nan_to_num nanmax nanmean nanmin nansum nonzero ones "
     "ones_like outer pad partition prod ptp ravel repeat reshape roll rollaxis round "
-    "searchsorted shape shares_memory size sort split squeeze stack std sum swapaxes take "
+    "searchsorted shape shares_memory size sort split squeeze stack std sum swapaxes "
     "take_along_axis tensordot tile trace transpose tri "
     "tril triu unique var vstack where zeros zeros_like"
 ).split()
@@ -191,13 +191,20 @@ def get_array_module(*args):
     return fake_cupy if any(type(a) is ndarray for a in args) else np
 
 
+def _take(a, indices, axis=None, out=None):
+    """cupy.take: the array's take, whose out-of-range indices wrap around as CuPy's do."""
+    if type(a) is not ndarray:
+        raise TypeError(f"Unsupported type {type(a)}")
+    return a.take(indices, axis, out)
+
+
 def _build() -> dict:
     table = {name: ufunc(name, getattr(np, name)) for name in UFUNC_NAMES}
     table.update({name: _device_function(name, getattr(np, name)) for name in FUNCTION_NAMES})
     table.update({name: _copy_from_host(name, getattr(np, name)) for name in FROM_HOST_NAMES})
     table.update({name: getattr(np, name) for name in NUMPY_NAMES})
-    table.update(where=_where, clip=_clip, asnumpy=asnumpy, get_array_module=get_array_module,
-                 ndarray=ndarray, ufunc=ufunc)
+    table.update(where=_where, clip=_clip, take=_take, asnumpy=asnumpy,
+                 get_array_module=get_array_module, ndarray=ndarray, ufunc=ufunc)
     return table
 
 
