@@ -192,6 +192,21 @@ def test_layer_norm_backward_matches_reference(dtype, data):
         _assert_close_scaled(a, e, dtype, amplification)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@FAST
+@given(data=st.data())
+def test_layer_norm_weight_grad_matches_reference(dtype, data):
+    from minigrad.kernels.layer_norm import layer_norm_weight_grad_twin
+
+    x, _, _, num_dims = data.draw(layer_norm_inputs(dtype))
+    _, mean, rstd = layer_norm_twin(x, None, None, num_dims, 1e-5)
+    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-2, 2, width=32)))
+    expected = layer_norm_weight_grad_twin(g, x, mean, rstd, num_dims)
+    actual = kernels.layer_norm_weight_grad(g, x, mean, rstd, num_dims)
+    assert actual.dtype == dtype and actual.shape == expected.shape
+    _assert_close_scaled(actual, expected, dtype, float(rstd.max()) * x.size)
+
+
 @st.composite
 def cross_entropy_inputs(draw, dtype):
     """Logits (M, C) with 1-row and 1-class cases, some -inf entries and sometimes a

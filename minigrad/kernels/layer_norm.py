@@ -110,7 +110,16 @@ def layer_norm_weight_grad(g, x, mean, rstd, num_dims: int):
     """dweight = sum over the leading dims of g * xhat."""
     if any_half(g, x):
         return in_float32(layer_norm_weight_grad, g, x, mean, rstd, num_dims=num_dims)
-    return layer_norm_weight_grad_twin(g, x, mean, rstd, num_dims)
+    cpu = cpu_kernels_for("layer_norm", MIN_SIZE["layer_norm_weight_grad"], x.size, g, x,
+                          mean, rstd)
+    if cpu is None or g.shape != x.shape:
+        return layer_norm_weight_grad_twin(g, x, mean, rstd, num_dims)
+    n = _row_length(x, num_dims)
+    dweight = np.empty(n, x.dtype)
+    cpu.layer_norm_weight_grad(as_kernel_array(g).reshape(-1, n), as_kernel_array(x).reshape(-1, n),
+                               as_kernel_array(mean).reshape(-1), as_kernel_array(rstd).reshape(-1),
+                               dweight)
+    return dweight.reshape(x.shape[x.ndim - num_dims:])
 
 
 def _row_length(x, num_dims: int) -> int:

@@ -18,6 +18,7 @@ MIN_SIZE = {
     # fused row kernels: about even at 4096 elements (0.9-1.3x), 1.2-1.6x at 16384
     "layer_norm": 16384,
     "layer_norm_backward": 16384,
+    "layer_norm_weight_grad": 16384,
     "cross_entropy": 16384,
     "cross_entropy_backward": 16384,
     # the fused Adam update

@@ -71,3 +71,13 @@ def layer_norm_backward(g, x, mean, rstd, weight, dx, dweight, dbias):
     dbias[:] = 0
     for r in range(x.shape[0]):
         _backward_row(g[r], x[r], mean[r], rstd[r], weight, dx[r], dweight, dbias)
+
+
+@kernel(fastmath=_FASTMATH)
+def layer_norm_weight_grad(g, x, mean, rstd, dweight):
+    """dweight = sum over the rows of g * xhat (one pass, the row in L1)."""
+    dweight[:] = 0
+    for r in range(x.shape[0]):
+        shift, scale = mean[r], rstd[r]
+        for j in range(x.shape[1]):
+            dweight[j] += g[r, j] * ((x[r, j] - shift) * scale)

@@ -3,7 +3,22 @@
 from __future__ import annotations
 
 from minigrad import random
-from minigrad.tensor import Tensor, constant
+from minigrad.autograd import Function
+from minigrad.tensor import Tensor
+
+
+class MaskedScale(Function):
+    """out = x * mask * scale for a fixed boolean mask;  dx = g * mask * scale (the same op,
+    so its gradient is itself). The mask is kept as booleans: one byte per element."""
+
+    def forward(self, x, mask=None, scale=1.0):
+        self.mask, self.scale = mask, scale
+        out = x * mask  # the booleans are cast inside the multiply, no float mask is made
+        out *= x.dtype.type(scale)
+        return out
+
+    def backward(self, grad):
+        return MaskedScale.apply(grad, mask=self.mask, scale=self.scale)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # noqa: A002
@@ -15,7 +30,5 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # 
         return input
     if p == 1.0:
         return input * 0.0
-    draws = random.uniform(input.shape, 0.0, 1.0, input.dtype, input.device)
-    # the mask already holds the 1 / (1 - p) scale: one multiply in forward and backward
-    scaled_mask = (draws >= p).astype(draws.dtype) * (1.0 / (1.0 - p))
-    return input * constant(scaled_mask)
+    keep = random.bernoulli(input.shape, 1.0 - p, input.device)
+    return MaskedScale.apply(input, mask=keep, scale=1.0 / (1.0 - p))
