@@ -35,10 +35,11 @@ def _away_from_zero(rng, *shape):
 
 
 @checks
-@given(seeds, small, small, st.booleans())
-def test_linear(seed, rows, features, with_bias):
+@given(seeds, small, small, st.booleans(), st.sampled_from([(), (2,)]))
+def test_linear(seed, rows, features, with_bias, leading):
     rng = np.random.default_rng(seed)
-    x, w = _leaf(rng, rows, features), _leaf(rng, 2, features)
+    x_shape = leading + (rows, features) if rows > 1 else (features,)
+    x, w = _leaf(rng, *x_shape), _leaf(rng, 2, features)
     b = _leaf(rng, 2) if with_bias else None
     inputs = (x, w) if b is None else (x, w, b)
     assert gradcheck(lambda *a: F.linear(*a), inputs)
