@@ -32,13 +32,17 @@ class Sum(Function):
 
     def forward(self, x, dims=None, keepdim=False):
         self.input_shape = x.shape
-        self.kept_shape = _kept_shape(x.shape, dims)
+        # the gradient broadcasts back as it is when it kept the summed dims as 1, or when
+        # everything was summed (a 0-d gradient); otherwise they are put back first
+        self.kept_shape = None if keepdim or dims is None else _kept_shape(x.shape, dims)
         if x.dtype == np.float16:
             return x.sum(axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16)
         return x.sum(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
-        return broadcast_to(grad.reshape(self.kept_shape), self.input_shape)
+        if self.kept_shape is not None:
+            grad = grad.reshape(self.kept_shape)
+        return broadcast_to(grad, self.input_shape)
 
 
 class Amax(Function):
