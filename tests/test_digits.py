@@ -55,21 +55,25 @@ def test_the_cnn_learns_the_held_out_digits(uninterrupted):
                                     "7.bias"]
 
 
-def test_a_resumed_run_repeats_the_uninterrupted_one(uninterrupted, tmp_path, monkeypatch):
+def test_a_resumed_run_repeats_the_uninterrupted_one(uninterrupted, tmp_path):
     """A 3-epoch run cut off after its second checkpoint, then resumed, ends with the
-    uninterrupted run's weights, bit for bit (data order, Adam state and schedule)."""
-    from train import digits
-
-    save = digits.save_checkpoint
-
-    def save_then_stop_after_two(path, model, optimizer, scheduler, epochs_done):
-        save(path, model, optimizer, scheduler, epochs_done)
-        if epochs_done == 2:
-            raise KeyboardInterrupt  # as if the user stopped the run here
-
-    monkeypatch.setattr(digits, "save_checkpoint", save_then_stop_after_two)
-    with pytest.raises(KeyboardInterrupt):
-        digits.main(["--epochs", "3", "--out-dir", str(tmp_path)])
+    uninterrupted run's weights, bit for bit (data order, Adam state and schedule). Every
+    run is its own process, as a user's would be: train.digits sets OpenBLAS's thread
+    count before NumPy loads, and a different count sums the products in another order."""
+    stop_after_two = (
+        "import sys\n"
+        "from train import digits\n"
+        "save = digits.save_checkpoint\n"
+        "def save_then_stop(path, model, optimizer, scheduler, epochs_done):\n"
+        "    save(path, model, optimizer, scheduler, epochs_done)\n"
+        "    if epochs_done == 2:\n"
+        "        raise KeyboardInterrupt  # as if the user stopped the run here\n"
+        "digits.save_checkpoint = save_then_stop\n"
+        "digits.main(sys.argv[1:])\n")
+    cut = subprocess.run([sys.executable, "-c", stop_after_two, "--epochs", "3",
+                          "--out-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert "KeyboardInterrupt" in cut.stderr and "epoch   3/3" not in cut.stdout
     path = tmp_path / "digits.safetensors"
     assert int(mg.load(str(path))["epoch"]) == 2
     resumed = run_cli("--epochs", "3", "--out-dir", str(tmp_path), "--resume", str(path))
