@@ -33,7 +33,7 @@ class Tensor(TensorBase):
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
         device = as_device(device) if device is not None else None
         self.data = _to_array(data, dtype, device)
-        self.grad = self.grad_fn = self._hooks = self._post_accumulate_hooks = None
+        self.grad_fn = None
         self._version = [0]
         self._requires_grad = False
         if requires_grad:
@@ -48,7 +48,6 @@ class Tensor(TensorBase):
         t.grad_fn = grad_fn
         t._requires_grad = grad_fn is not None
         t._version = [0] if version is None else version
-        t.grad = t._hooks = t._post_accumulate_hooks = None
         return t
 
     # ------------------------------------------------------------------ attributes

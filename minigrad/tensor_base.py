@@ -31,8 +31,11 @@ class TensorBase:
             ops add 1, so a backward that saved the old values can tell.
     """
 
-    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "_version", "_hooks",
-                 "_post_accumulate_hooks", "__weakref__", "__dict__")
+    __slots__ = ("data", "grad_fn", "_requires_grad", "_version", "__weakref__", "__dict__")
+    # set on few tensors: as class attributes, a new tensor need not write them
+    grad = None
+    _hooks = None
+    _post_accumulate_hooks = None
 
     # make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__)
     __array_priority__ = 1000

@@ -23,15 +23,19 @@ class _Walk:
     """The state of one backward pass that the leaves need (the nodes' state lives in
     run_backward's locals).
 
-    leaf_grads:  id(leaf) -> [leaf, summed gradient], until the leaf's paths are done
-    leaf_paths:  id(leaf) -> how many paths into the leaf are not done yet
+    leaf_grads:  leaf -> its summed gradient, until the leaf's paths are done
+    leaf_paths:  leaf -> how many paths into the leaf are not done yet
     owned:       ids of the arrays (memory buffers) that a leaf's .grad must not share: the
                  caller's gradients and those already given to another leaf
     capture:     for mg.autograd.grad: id(tensor) -> its gradient; then no .grad changes
+
+    (Tensors are dict keys by identity: Tensor.__hash__ is object's.)
     """
 
+    __slots__ = ("leaf_grads", "leaf_paths", "owned", "capture")
+
     def __init__(self, leaf_paths: dict, root_grads, capture):
-        self.leaf_grads: dict[int, list] = {}
+        self.leaf_grads: dict[TensorBase, TensorBase] = {}
         self.leaf_paths = leaf_paths
         self.owned = set()
         for g in root_grads:
@@ -50,7 +54,9 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
     consumers, leaf_paths = _count_consumers(roots)
     walk = _Walk(leaf_paths, root_grads, capture)
     grads: dict[Function, TensorBase] = {}
-    checked = MODES.anomaly  # under detect_anomaly, every gradient is checked for NaN
+    # under the profiler or detect_anomaly (which checks every gradient for NaN), each
+    # backward rule runs through _instrumented_backward
+    instrumented = INSTRUMENTS.profiler is not None or MODES.anomaly
     previous_mode = MODES.grad_enabled
     MODES.grad_enabled = create_graph  # record the gradient's own graph only if asked
     try:
@@ -66,7 +72,18 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
                 ready.append(node)
         while ready:
             node = ready.pop()
-            input_grads = _node_backward(node, grads.pop(node, None), capture, checked)
+            grad = grads.pop(node, None)
+            if grad is None:  # no gradient reached this node: it only releases its inputs
+                input_grads = (None,) * len(node.inputs)
+            else:
+                if node._hooks is not None or node._retained is not None:
+                    grad = _run_output_hooks(node, grad, capture)
+                if instrumented:
+                    input_grads = _instrumented_backward(node, grad)
+                else:
+                    input_grads = node.backward(grad)
+                if input_grads.__class__ is not tuple:
+                    input_grads = (input_grads,)
             for inp, needs, grad in zip(node.inputs, node.needs_input_grad, input_grads):
                 if not needs:
                     continue
@@ -85,26 +102,21 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
                     ready.append(parent)
             if not retain_graph:
                 node._free()
-        for leaf, grad in walk.leaf_grads.values():  # leaves whose other paths never ran
+        for leaf, grad in walk.leaf_grads.items():  # leaves whose other paths never ran
             _deliver_to_leaf(walk, leaf, grad)
     finally:
         MODES.grad_enabled = previous_mode
 
 
-def _node_backward(node: Function, grad, capture, checked: bool) -> tuple:
-    """The node's backward rule applied to `grad`: one gradient (or None) per input."""
-    if grad is None:  # no gradient reached this node: it only releases its inputs
-        return (None,) * len(node.inputs)
-    if node._hooks is not None or node._retained is not None:
-        grad = _run_output_hooks(node, grad, capture)
+def _instrumented_backward(node: Function, grad) -> tuple | TensorBase:
+    """node.backward(grad), timed under the profiler; under detect_anomaly, its gradients
+    are checked for NaN and Inf."""
     if INSTRUMENTS.profiler is not None:
         input_grads = INSTRUMENTS.profiler.timed_backward(node, grad)
     else:
         input_grads = node.backward(grad)
-    if input_grads.__class__ is not tuple:
-        input_grads = (input_grads,)
-    if checked:
-        _check_finite(node, input_grads)
+    if MODES.anomaly:
+        _check_finite(node, input_grads if input_grads.__class__ is tuple else (input_grads,))
     return input_grads
 
 
@@ -131,18 +143,15 @@ def _sum(total: TensorBase, grad: TensorBase) -> TensorBase:
 
 def _send_to_leaf(walk: _Walk, leaf: TensorBase, grad) -> None:
     """Sum `grad` into the leaf's pending gradient; deliver it after the last path."""
-    key = id(leaf)
-    remaining = walk.leaf_paths[key] - 1
-    walk.leaf_paths[key] = remaining
-    entry = walk.leaf_grads.pop(key, None)
-    if entry is not None and grad is not None:
-        grad = _sum(entry[1], grad)
-    elif entry is not None:
-        grad = entry[1]
+    remaining = walk.leaf_paths[leaf] - 1
+    walk.leaf_paths[leaf] = remaining
+    if leaf in walk.leaf_grads:  # an earlier path sent a gradient
+        pending = walk.leaf_grads.pop(leaf)
+        grad = pending if grad is None else _sum(pending, grad)
     if grad is None:
         return
     if remaining:
-        walk.leaf_grads[key] = [leaf, grad]
+        walk.leaf_grads[leaf] = grad
     else:
         _deliver_to_leaf(walk, leaf, grad)
 
@@ -182,11 +191,16 @@ def _adopt(walk: _Walk, grad: TensorBase, leaf: TensorBase) -> TensorBase:
     base = array.base  # a view's base is the array that owns the memory (NumPy and CuPy)
     buffer = id(array if base is None else base)
     if buffer in walk.owned or (base is not None and not _writable(array)) or (
-            not array.flags.c_contiguous and leaf.data.flags.c_contiguous):
+            _transposed_against(array, leaf.data)):
         grad = grad._wrap(grad.xp.array(array, copy=True, order="C"), grad.grad_fn)
         buffer = id(grad.data)
     walk.owned.add(buffer)
     return grad
+
+
+def _transposed_against(array, leaf_array) -> bool:
+    """`array` is not C-contiguous while `leaf_array` is."""
+    return not array.flags.c_contiguous and leaf_array.flags.c_contiguous
 
 
 def _accumulates_in_place(total: TensorBase, grad: TensorBase) -> bool:
@@ -215,15 +229,15 @@ def _writable(array) -> bool:
 
 def _count_consumers(roots) -> tuple[dict, dict]:
     """For every node reachable from the roots: how many reachable nodes consume it (0 for
-    the roots' own nodes, unless another root's graph consumes them); and for every leaf
-    (by id): how many paths end in it (roots that are leaves included)."""
+    the roots' own nodes, unless another root's graph consumes them); and for every leaf:
+    how many paths end in it (roots that are leaves included)."""
     consumers: dict[Function, int] = {}
-    leaf_paths: dict[int, int] = {}
+    leaf_paths: dict[TensorBase, int] = {}
     stack = []
     for root in roots:
         node = root.grad_fn
         if node is None:
-            leaf_paths[id(root)] = leaf_paths.get(id(root), 0) + 1
+            leaf_paths[root] = leaf_paths.get(root, 0) + 1
         elif node not in consumers:
             if node._freed:
                 raise _freed_error(node)
@@ -236,7 +250,7 @@ def _count_consumers(roots) -> tuple[dict, dict]:
                 continue
             parent = inp.grad_fn
             if parent is None:
-                leaf_paths[id(inp)] = leaf_paths.get(id(inp), 0) + 1
+                leaf_paths[inp] = leaf_paths.get(inp, 0) + 1
                 continue
             count = consumers.get(parent)
             if count is None:  # first visit

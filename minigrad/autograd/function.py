@@ -116,7 +116,7 @@ class Function:
         for t in inputs:
             needs.append(t._requires_grad)
             versions.append(t._version[0])
-            if t.grad_fn is not None and not _is_one_of(t.data, saved):
+            if t.grad_fn is not None and not (saved and _is_one_of(t.data, saved)):
                 t = _Edge(t)
             kept.append(t)
         self.inputs = tuple(kept)
@@ -126,7 +126,7 @@ class Function:
             self._trace = "".join(traceback.format_stack()[:-3])
         first = inputs[0]
         result = first._wrap(out, self, first._version if self.is_view else None)
-        if _is_one_of(out, saved):
+        if saved and _is_one_of(out, saved):
             self._out_data = out
             self._out_version = result._version
             self._out_version_at_save = result._version[0]
