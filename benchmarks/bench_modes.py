@@ -10,8 +10,9 @@ optimizer step) with MINIGRAD_KERNELS set to numpy (the twins), numba (every ker
 auto (the measured thresholds of minigrad/kernels/thresholds.py), the modes alternating
 call by call. The table shows medians in microseconds and auto/numpy; a row whose auto
 time exceeds numpy's by more than 5% is marked FAIL: auto mode must never be slower than
-the twins it replaces. One BLAS thread (OPENBLAS_NUM_THREADS=1 unless set), as the
-kernels are single-threaded.
+the twins it replaces. Two reference softmax shapes follow, (64, 128, 1000) and
+(256, 20, 20), where numba mode must be at least 3x faster than numpy mode. One BLAS
+thread (OPENBLAS_NUM_THREADS=1 unless set), as the kernels are single-threaded.
 """
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ from benchmarks.timing import median_times, print_table  # noqa: E402
 
 MODES = ("numpy", "numba", "auto")
 FAIL_RATIO = 1.05
+# softmax forward + backward on these shapes: numba mode must run it at least 3x faster
+# than numpy mode (a long row of a vocabulary, and many short attention rows)
+SOFTMAX_SHAPES = ((64, 128, 1000), (256, 20, 20))
+SOFTMAX_SPEED_UP = 3.0
 
 
 @dataclass
@@ -97,6 +102,12 @@ def cases(config: Config, seed: int = 0) -> list[Case]:
     return found
 
 
+def softmax_cases(seed: int = 0) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    return [_backward_case("softmax", f"reference: {shape}", [_leaf(rng, shape, 3.0)],
+                           lambda s: s.softmax(-1)) for shape in SOFTMAX_SHAPES]
+
+
 def _in_mode(mode: str, run):
     def call():
         with mg.kernels.mode(mode):
@@ -113,23 +124,26 @@ def main() -> None:
                         help="configs whose shapes to time (default: all)")
     args = parser.parse_args()
     rows, failures = [], 0
-    for name in args.config or list(configs):
-        for case in cases(configs[name]):
-            times = median_times({mode: _in_mode(mode, case.run) for mode in MODES},
-                                 repeats=args.repeats, warmup=3)
-            ratio = times["auto"] / times["numpy"]
-            verdict = "FAIL" if ratio > FAIL_RATIO else "ok"
-            if case.same_code:
-                verdict = "BLAS in every mode"
-            failures += verdict == "FAIL"
-            rows.append([case.name, case.shape,
-                         *(f"{times[mode] * 1e6:,.0f}" for mode in MODES),
-                         f"{times['numpy'] / times['numba']:.2f}", f"{ratio:.2f}", verdict])
+    chosen = [case for name in args.config or list(configs) for case in cases(configs[name])]
+    for case in chosen + softmax_cases():
+        times = median_times({mode: _in_mode(mode, case.run) for mode in MODES},
+                             repeats=args.repeats, warmup=3)
+        ratio, speed_up = times["auto"] / times["numpy"], times["numpy"] / times["numba"]
+        verdict = "FAIL" if ratio > FAIL_RATIO else "ok"
+        if case.same_code:
+            verdict = "BLAS in every mode"
+        elif case.shape.startswith("reference") and speed_up < SOFTMAX_SPEED_UP:
+            verdict = f"FAIL: numba < {SOFTMAX_SPEED_UP:g}x numpy"
+        failures += verdict.startswith("FAIL")
+        rows.append([case.name, case.shape, *(f"{times[mode] * 1e6:,.0f}" for mode in MODES),
+                     f"{speed_up:.2f}", f"{ratio:.2f}", verdict])
     print(f"forward + backward in each kernel mode, median of {args.repeats} alternating "
           f"calls, float32, OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}")
     print_table(["op", "shape", "numpy us", "numba us", "auto us", "numba speed-up",
                  "auto/numpy", "auto"], rows)
-    print(f"\n{failures} FAIL" if failures else "\nauto is never more than 5% slower than numpy")
+    print(f"\n{failures} FAIL" if failures else "\nauto is never more than 5% slower than numpy, "
+          f"and numba mode runs the reference softmax shapes at least {SOFTMAX_SPEED_UP:g}x "
+          "faster than numpy mode")
 
 
 if __name__ == "__main__":
