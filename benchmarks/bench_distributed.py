@@ -27,7 +27,6 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,7 @@ def bench_configs() -> dict[str, Config]:
     """toy_translate (the default of python -m train.toy_translate) and small (the
     d_model-128, vocabulary-1000 configuration of bench_train.py)."""
     return {"toy_translate": toy_translate_config(),
-            "small": replace(CONFIGS["issue"], name="small")}
+            "small": CONFIGS["small"]}
 
 
 # ----------------------------------------------------------------------------- in the ranks

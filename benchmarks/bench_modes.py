@@ -52,12 +52,17 @@ def _leaf(rng, shape, scale=1.0) -> mg.Tensor:
 
 
 def _backward_case(name: str, shape: str, leaves: list, forward, same_code=False) -> Case:
-    """forward(*leaves) -> output; backward with a fixed upstream gradient of ones."""
+    """forward(*leaves) -> output; backward with an upstream gradient of ones, made once
+    (as a loss's gradient arrives: its making is not the op's time)."""
+    upstream = []
+
     def run():
         for leaf in leaves:
             leaf.grad = None
         out = forward(*leaves)
-        out.backward(mg.ones(*out.shape))
+        if not upstream:
+            upstream.append(mg.ones(*out.shape))
+        out.backward(upstream[0])
     return Case(name, shape, run, same_code)
 
 

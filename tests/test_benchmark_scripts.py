@@ -1,0 +1,62 @@
+"""Every benchmark script runs to its table on little work (the figures are not checked:
+timing is for the scripts themselves, run on a quiet machine; see the README)."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_module(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600,
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def table_rows(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("| ")]
+
+
+def test_bench_modes_times_every_dispatched_op_and_the_reference_shapes():
+    out = run_module("benchmarks.bench_modes", "--repeats", "1", "--config", "toy_translate")
+    rows = table_rows(out)
+    assert rows[0].startswith("| op") and len(rows) == 1 + 7 + 2
+    assert sum("reference" in row for row in rows) == 2
+
+
+def test_profile_step_prints_the_ops_of_one_step():
+    out = run_module("benchmarks.profile_step", "--config", "toy_translate", "--steps", "1")
+    names = [row.split("|")[1].strip() for row in table_rows(out)[1:]]
+    assert {"Linear", "MatMul", "Softmax", "LayerNorm", "CrossEntropy"} <= set(names)
+    assert "Copy:" in out
+
+
+def test_bench_overhead_runs_every_case():
+    out = run_module("benchmarks.bench_overhead", "--repeats", "20", "--block", "2")
+    assert len(table_rows(out)) == 2 * (1 + 4)
+
+
+def test_bench_graph_memory_runs():
+    out = run_module("benchmarks.bench_graph_memory", "--steps", "50", "--batch", "8")
+    assert any(row.startswith("| minigrad") for row in table_rows(out))
+
+
+def test_bench_conv_runs_one_case():
+    out = run_module("benchmarks.bench_conv", "--repeats", "1", "--case", "LeNet conv1")
+    assert any("LeNet conv1" in row for row in table_rows(out))
+
+
+@pytest.mark.skipif(shutil.which("mpiexec") is None, reason="mpiexec is not installed")
+def test_bench_distributed_runs_its_configurations():
+    pytest.importorskip("mpi4py")
+    out = run_module("benchmarks.bench_distributed", "--config", "toy_translate",
+                     "--framework", "minigrad", "--steps", "1", "--repeats", "1")
+    rows = [row for row in table_rows(out) if row.startswith("| toy_translate")]
+    assert any("minigrad, 1 process" in row for row in rows)
+    assert any("minigrad DDP" in row for row in rows)
