@@ -190,17 +190,14 @@ def _adopt(walk: _Walk, grad: TensorBase, leaf: TensorBase) -> TensorBase:
     array = grad.data
     base = array.base  # a view's base is the array that owns the memory (NumPy and CuPy)
     buffer = id(array if base is None else base)
-    if buffer in walk.owned or (base is not None and not _writable(array)) or (
-            _transposed_against(array, leaf.data)):
+    flags = array.flags
+    if buffer in walk.owned or not getattr(flags, "writeable", True) or (
+            not flags.c_contiguous
+            and (leaf.data.flags.c_contiguous or not _writable(array))):
         grad = grad._wrap(grad.xp.array(array, copy=True, order="C"), grad.grad_fn)
         buffer = id(grad.data)
     walk.owned.add(buffer)
     return grad
-
-
-def _transposed_against(array, leaf_array) -> bool:
-    """`array` is not C-contiguous while `leaf_array` is."""
-    return not array.flags.c_contiguous and leaf_array.flags.c_contiguous
 
 
 def _accumulates_in_place(total: TensorBase, grad: TensorBase) -> bool:
