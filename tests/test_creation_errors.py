@@ -143,6 +143,12 @@ def test_valid_calls_match_pytorch_shapes_and_values():
     (lambda: nn.LayerNorm(4, eps=-1e-5), ValueError, ("LayerNorm: eps must be non-negative",)),
     (lambda: nn.Dropout("0.5"), TypeError, ("Dropout: p must be a number",)),
     (lambda: nn.Dropout(1.5), ValueError, ("Dropout:", "[0, 1]", "1.5")),
+    (lambda: nn.Conv2d(2.5, 3, 3), TypeError, ("Conv2d: in_channels", "2.5")),
+    (lambda: nn.Conv1d(2, -3, 3), ValueError, ("Conv1d: out_channels", "non-negative")),
+    (lambda: nn.Conv2d(4, 4, 3, groups=2.0), TypeError, ("Conv2d: groups", "2.0")),
+    (lambda: nn.BatchNorm2d(3.0), TypeError, ("BatchNorm2d: num_features", "3.0")),
+    (lambda: nn.GroupNorm(2, 4.0), TypeError, ("GroupNorm: num_channels", "4.0")),
+    (lambda: nn.RMSNorm((4, 2.5)), TypeError, ("RMSNorm: normalized_shape", "2.5")),
 ])
 def test_layers_reject_bad_size_arguments(call, exception, fragments):
     with raises(exception, *fragments):

@@ -61,6 +61,22 @@ def test_sum_accumulates_past_2048():
     assert float(mg.ones(3000, dtype=mg.float16).sum()) == 3000.0
 
 
+def test_cumsum_accumulates_past_2048():
+    x = mg.ones(3000, dtype=mg.float16)
+    assert x.cumsum(0).dtype == mg.float16 and float(x.cumsum(0)[-1]) == 3000.0
+    assert mg.cumprod(mg.full((40,), 1.1, dtype=mg.float16), 0).dtype == mg.float16
+
+
+def test_rms_norm_of_values_whose_squares_overflow():
+    x, tx = _half([[300.0, -400.0, 500.0]])
+    weight = mg.tensor(np.array([1.0, 2.0, 0.5], np.float16))
+    ours = F.rms_norm(x, (3,), weight)
+    theirs = torch.nn.functional.rms_norm(tx, (3,), torch.tensor([1.0, 2.0, 0.5]),
+                                          eps=float(np.finfo(np.float16).eps))
+    assert np.isfinite(ours.numpy()).all()
+    _close(ours, theirs)
+
+
 def test_softmax_over_70000_columns(kernel_mode):
     x = mg.zeros(2, 70000, dtype=mg.float16)
     assert x.softmax(-1).dtype == x.log_softmax(-1).dtype == mg.float16

@@ -26,6 +26,7 @@ class _BatchNorm(Module):
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None, *, bias: bool = True) -> None:
         super().__init__()
+        num_features = creation.as_size(num_features, type(self).__name__, "num_features")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.register_parameter("weight", Parameter(

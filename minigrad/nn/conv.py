@@ -30,6 +30,9 @@ class _ConvNd(Module):
                  padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__()
         name = type(self).__name__
+        in_channels = creation.as_size(in_channels, name, "in_channels")
+        out_channels = creation.as_size(out_channels, name, "out_channels")
+        groups = creation.as_size(groups, name, "groups")
         if groups < 1 or in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: groups={groups} must be positive and divide "
                              f"in_channels={in_channels} and out_channels={out_channels}")

@@ -16,6 +16,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
         super().__init__()
+        num_groups = creation.as_size(num_groups, "GroupNorm", "num_groups")
+        num_channels = creation.as_size(num_channels, "GroupNorm", "num_channels")
         if num_groups < 1 or num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by "
                              f"num_groups={num_groups}")

@@ -19,7 +19,8 @@ class RMSNorm(Module):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
+        self.normalized_shape = tuple(creation.as_size(n, "RMSNorm", "normalized_shape")
+                                      for n in normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype,

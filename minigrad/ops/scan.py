@@ -47,12 +47,18 @@ class Cumprod(Function):
 
 
 def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
-    """Running sums along dim; integer and bool inputs sum as int64 (as in PyTorch)."""
+    """Running sums along dim; integer and bool inputs sum as int64 (as in PyTorch), float16
+    in float32 (cast back)."""
+    if dtype is None and x.dtype is dtypes.float16:
+        return cumsum(x.float(), dim).half()
     return Cumsum.apply(_scan_input(x, dtype), axis=normalize_dim(dim, x.ndim, "cumsum"))
 
 
 def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
-    """Running products along dim; integer and bool inputs multiply as int64."""
+    """Running products along dim; integer and bool inputs multiply as int64, float16 in
+    float32 (cast back)."""
+    if dtype is None and x.dtype is dtypes.float16:
+        return cumprod(x.float(), dim).half()
     return Cumprod.apply(_scan_input(x, dtype), axis=normalize_dim(dim, x.ndim, "cumprod"))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad import dtypes
 from minigrad.tensor import Tensor
 
 
@@ -24,5 +25,10 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
     if eps is None:
         eps = float(np.finfo(input.data.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
+    # float16 squares overflow from |x| = 256: computed in float32 (as PyTorch does), the
+    # result cast back
+    x = input.float() if input.dtype is dtypes.float16 else input
+    out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    return out if x is input else out.to(input.dtype)
