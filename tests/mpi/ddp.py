@@ -7,6 +7,7 @@ their gradients and parameters must agree to 1e-10 in float64. Also: no_sync gra
 accumulation, unused parameters, the Transformer, and the errors of misuse.
 """
 import numpy as np
+from collectives import expect_error  # (a script beside this one: tests/mpi/ is on sys.path)
 
 import minigrad as mg
 import minigrad.distributed as dist
@@ -156,16 +157,6 @@ def train_transformer_pair(rank: int, size: int) -> float:
         ddp_opt.step()
         ref_opt.step()
     return assert_close(ddp, reference, "transformer after 10 steps", False)
-
-
-def expect_error(kind, fragments, call) -> None:
-    try:
-        call()
-    except kind as error:
-        for fragment in fragments:
-            assert fragment in str(error), f"{fragment!r} not in {str(error)!r}"
-    else:
-        raise AssertionError(f"expected {kind.__name__} with {fragments}")
 
 
 def check_misuse(rank: int, size: int) -> None:
