@@ -76,3 +76,20 @@ def test_retain_graph_keeps_the_arrays_until_the_last_backward():
     loss.backward()
     gc.collect()
     assert all(r() is None or r() is loss.data for r in refs)
+
+
+def test_an_intermediate_no_node_saved_is_freed_before_backward():
+    """Sum saves nothing of its input: once the caller drops `hidden`, its array is gone
+    although the graph through it is alive (arrays under a page stay with their node)."""
+    from minigrad.autograd.function import EDGE_MIN_BYTES
+
+    x = mg.randn(64, 64, requires_grad=True)
+    hidden = (x * 2).tanh() * 3  # the Mul by 3 saves its inputs, not its output
+    assert hidden.data.nbytes >= EDGE_MIN_BYTES
+    loss = hidden.sum()
+    alive = weakref.ref(hidden.data)
+    del hidden
+    gc.collect()
+    assert alive() is None
+    loss.backward()
+    assert x.grad.shape == (64, 64)
