@@ -173,13 +173,19 @@ def test_layer_norm_matches_reference(dtype, data, eps):
         _assert_close_scaled(a, e, dtype, amplification)
 
 
+def _layer_norm_backward_inputs(dtype, data) -> tuple:
+    """x, weight, num_dims, the forward's mean and rstd, and an upstream gradient g."""
+    x, weight, _, num_dims = data.draw(layer_norm_inputs(dtype))
+    _, mean, rstd = layer_norm_twin(x, weight, None, num_dims, 1e-5)
+    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-2, 2, width=32)))
+    return x, weight, num_dims, mean, rstd, g
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @FAST
 @given(data=st.data())
 def test_layer_norm_backward_matches_reference(dtype, data):
-    x, weight, _, num_dims = data.draw(layer_norm_inputs(dtype))
-    _, mean, rstd = layer_norm_twin(x, weight, None, num_dims, 1e-5)
-    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-2, 2, width=32)))
+    x, weight, num_dims, mean, rstd, g = _layer_norm_backward_inputs(dtype, data)
     expected = layer_norm_backward_twin(g, x, mean, rstd, weight, num_dims)
     actual = kernels.layer_norm_backward(g, x, mean, rstd, weight, num_dims)
     # dx carries rstd twice (once through xhat); the sums add one error per row
@@ -198,9 +204,7 @@ def test_layer_norm_backward_matches_reference(dtype, data):
 def test_layer_norm_weight_grad_matches_reference(dtype, data):
     from minigrad.kernels.layer_norm import layer_norm_weight_grad_twin
 
-    x, _, _, num_dims = data.draw(layer_norm_inputs(dtype))
-    _, mean, rstd = layer_norm_twin(x, None, None, num_dims, 1e-5)
-    g = data.draw(hnp.arrays(dtype, x.shape, elements=st.floats(-2, 2, width=32)))
+    x, _, num_dims, mean, rstd, g = _layer_norm_backward_inputs(dtype, data)
     expected = layer_norm_weight_grad_twin(g, x, mean, rstd, num_dims)
     actual = kernels.layer_norm_weight_grad(g, x, mean, rstd, num_dims)
     assert actual.dtype == dtype and actual.shape == expected.shape
