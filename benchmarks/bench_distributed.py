@@ -75,7 +75,7 @@ def minigrad_step(config: Config, rank: int, world: int):
         return DistributedDataParallel(model, broadcast_buffers=False)
 
     step = minigrad_step_fn(config, make_batch(config, seed=rank), "cpu", wrap=wrap)
-    grad_bytes = sum(p.data.nbytes for p in models[0].parameters())
+    grad_bytes = sum(p.array.nbytes for p in models[0].parameters())
     return step, grad_bytes
 
 

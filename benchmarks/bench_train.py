@@ -27,8 +27,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from benchmarks.timing import print_table
-
 
 @dataclass(frozen=True)
 class Config:
@@ -214,6 +212,10 @@ def peak_memory(config: Config, device: str, framework: str) -> int | None:
     return json.loads(result.stdout.strip().splitlines()[-1])["peak_growth"]
 
 
+HEADERS = ["config", "d_model/layers/batch", "framework", "ms/step", "target tok/s",
+           "minigrad/this time", "step peak MiB", "minigrad/this memory"]
+
+
 def table_rows(config: Config, times: dict, memory: dict) -> list:
     """One row per framework; the ratios are minigrad's figure over that framework's."""
     tokens = config.batch * config.length
@@ -230,6 +232,11 @@ def table_rows(config: Config, times: dict, memory: dict) -> list:
             "-" if mem is None else f"{mem / 2**20:.0f}", mem_ratio,
         ])
     return rows
+
+
+def _print_row(cells: list) -> None:
+    """One line of the markdown table, out at once (not held in a pipe's buffer)."""
+    print("| " + " | ".join(cells) + " |", flush=True)
 
 
 def main() -> None:
@@ -260,7 +267,10 @@ def main() -> None:
     if args.framework:
         for missing in sorted(set(requested) - set(frameworks)):
             print(f"({missing} is not installed for {args.device}: left out)", file=sys.stderr)
-    rows = []
+    # each row as soon as it is measured: a run stopped by a time limit keeps the rows done
+    print(f"device: {args.device}")
+    _print_row(HEADERS)
+    _print_row(["---"] * len(HEADERS))
     for name in names:
         config = configs[name]
         if args.steps:
@@ -268,11 +278,9 @@ def main() -> None:
         times = time_steps(config, args.device, frameworks)
         memory = {} if args.no_memory else {
             f: peak_memory(config, args.device, f) for f in frameworks}
-        rows += table_rows(config, times, memory)
+        for row in table_rows(config, times, memory):
+            _print_row(row)
         print(f"[{name}] done", file=sys.stderr)
-    print(f"device: {args.device}")
-    print_table(["config", "d_model/layers/batch", "framework", "ms/step", "target tok/s",
-                 "minigrad/this time", "step peak MiB", "minigrad/this memory"], rows)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check of minigrad on a machine with an NVIDIA GPU, in under 6 minutes, installing
+# One check of minigrad on a machine with an NVIDIA GPU, in about 6 minutes, installing
 # nothing. From the repository:
 #
 #   PYTHONPATH=. bash benchmarks/gpu_check.sh                 # the check
@@ -7,10 +7,13 @@
 #                                                             # stand-in (CI runs it)
 #
 # Needs a Python with numpy, cupy, numba, numba-cuda, pytest and hypothesis; PyTorch with
-# CUDA gives the rival's column. Prints the versions and the GPU first, then runs six
-# sections, each under its own time limit (a section that fails or hangs cannot stop the
-# others), and ends with one table: a row per section and per target (toy_translate
-# >= 99% exact match in under 2 minutes; the paper-base step at most 1.5x PyTorch CUDA).
+# CUDA gives the rival's column. Prints the versions and the GPU first (whether numba-cuda
+# finds the CUDA driver and NVVM; which tests compare with a PyTorch other than the one
+# they were written against), then runs eight sections, each under its own time limit (a
+# section that fails or hangs cannot stop the others), and ends with one table: a row per
+# section and per target (toy_translate >= 99% exact match in under 2 minutes; the
+# paper-base step at most 1.5x PyTorch CUDA). A target whose section failed or ran out of
+# time reads MISSED with the section's status.
 #
 #   side by side (they check results, not time), 125 s each:
 #     gpu_tests      tests/test_gpu.py, test_gpu_plumbing.py, test_dlpack.py,
@@ -21,8 +24,12 @@
 #     numba_kernels  the GPU op cases with MINIGRAD_KERNELS=numba (the numba.cuda kernels)
 #   alone, one after the other (they measure time):
 #     toy_translate  python -m train.toy_translate --device gpu (its defaults)   135 s
-#     bench_train    the training step against PyTorch CUDA eager               45 s
+#     bench_train    the training step against PyTorch CUDA eager (each row     45 s
+#                    printed as it is measured)
 #     bench_kernels  the numba.cuda kernels against their twins and cuBLAS      25 s
+#     index_add      the embedding gradient: CuPy's add.at (atomics), minigrad's 30 s
+#                    sorted segment sum, a one-hot product through cuBLAS; which
+#                    is fastest at the models' shapes, and which repeat their bits
 #
 # --quick runs every section's command on little work: a few tests, a 30-step toy run, one
 # timed step of the toy_translate model, tiny kernels. On the stand-in the numba.cuda
@@ -43,7 +50,15 @@ LOGS="${GPU_CHECK_LOGS:-$(mktemp -d -t minigrad_gpu_check.XXXXXX)}"
 mkdir -p "$LOGS"
 rm -f "$LOGS"/*.status
 
-"$PYTHON" -m benchmarks.gpu_check_report versions || exit 2
+GPU_TEST_FILES=(tests/test_gpu.py tests/test_gpu_plumbing.py tests/test_dlpack.py
+                tests/test_gpu_toy_translate.py)
+OP_TEST_FILES=(tests/test_ops_grad.py tests/test_ops_gradgrad.py tests/test_ops_torch.py)
+NN_TEST_FILES=(tests/test_autograd.py tests/test_errors.py tests/test_tensor.py
+               tests/test_nn.py tests/test_functional.py tests/test_optim.py
+               tests/test_models.py tests/test_decoding.py)
+
+"$PYTHON" -m benchmarks.gpu_check_report versions "${GPU_TEST_FILES[@]}" "${OP_TEST_FILES[@]}" \
+    "${NN_TEST_FILES[@]}" || exit 2
 if [ "${MINIGRAD_FAKE_GPU:-0}" != 0 ] && [ -n "${MINIGRAD_FAKE_GPU:-}" ]; then
     export NUMBA_ENABLE_CUDASIM=1  # the stand-in has no GPU to run numba.cuda kernels on
 fi
@@ -73,12 +88,6 @@ show_failures() {
 
 # -v: a section stopped by its time limit still shows which tests passed and failed
 PYTEST=("$PYTHON" -m pytest -o addopts= -v -p no:cacheprovider)
-GPU_TEST_FILES=(tests/test_gpu.py tests/test_gpu_plumbing.py tests/test_dlpack.py
-                tests/test_gpu_toy_translate.py)
-OP_TEST_FILES=(tests/test_ops_grad.py tests/test_ops_gradgrad.py tests/test_ops_torch.py)
-NN_TEST_FILES=(tests/test_autograd.py tests/test_errors.py tests/test_tensor.py
-               tests/test_nn.py tests/test_functional.py tests/test_optim.py
-               tests/test_models.py tests/test_decoding.py)
 if [ "$QUICK" = 1 ]; then
     GPU_TESTS_PICK=(-x -k "creation or mixing or float16 or rng_state or launch or dlpack")
     OP_SUITE_PICK=(-x -k "test_unary or test_softmax or matmul")
@@ -87,6 +96,7 @@ if [ "$QUICK" = 1 ]; then
     TOY_ARGS=(--steps 30 --train-size 2000 --d-model 32 --ff 64 --layers 1 --heads 2)
     BENCH_TRAIN_ARGS=(--config toy_translate --steps 1)
     BENCH_KERNELS_ARGS=(--quick)
+    INDEX_ADD_ARGS=(--quick)
 else
     GPU_TESTS_PICK=()
     OP_SUITE_PICK=()
@@ -95,6 +105,7 @@ else
     TOY_ARGS=()
     BENCH_TRAIN_ARGS=(--config paper-base --config toy_translate --steps 10)
     BENCH_KERNELS_ARGS=()
+    INDEX_ADD_ARGS=()
 fi
 
 run_section gpu_tests 125 "${PYTEST[@]}" ${GPU_TESTS_PICK[@]+"${GPU_TESTS_PICK[@]}"} \
@@ -120,6 +131,10 @@ run_section bench_kernels 25 "$PYTHON" -m benchmarks.bench_gpu_kernels \
     ${BENCH_KERNELS_ARGS[@]+"${BENCH_KERNELS_ARGS[@]}"}
 show_failures bench_kernels
 grep -E "^\|" "$LOGS/bench_kernels.log"
+run_section index_add 30 "$PYTHON" -m benchmarks.bench_index_add --device gpu \
+    ${INDEX_ADD_ARGS[@]+"${INDEX_ADD_ARGS[@]}"}
+show_failures index_add
+grep -E "^\|" "$LOGS/index_add.log"
 
 echo
 echo "logs: $LOGS"

@@ -1,18 +1,27 @@
 """The head and the closing table of benchmarks/gpu_check.sh.
 
-    python -m benchmarks.gpu_check_report versions      # versions and the GPU (exit 2 without one)
-    python -m benchmarks.gpu_check_report table LOGS    # the closing table
+    python -m benchmarks.gpu_check_report versions [TEST_FILE...]   # versions, the GPU
+                                                                    # (exit 2 without one)
+    python -m benchmarks.gpu_check_report table LOGS [--quick]      # the closing table
+
+The head also says whether numba-cuda finds the CUDA driver and NVVM (the Numba kernels
+need both), and which of the check's tests compare with PyTorch when the machine's
+PyTorch is not the version the tests' oracle is (TORCH_ORACLE).
 
 Every section of gpu_check.sh leaves LOGS/<section>.log (its output) and
 LOGS/<section>.status ("<exit status> <seconds> <time limit>"); the table has a row per
 section and a row per target of the GPU check:
 - `python -m train.toy_translate --device gpu` reaches >= 99% exact match in under 2 minutes;
 - the paper-base training step takes at most 1.5x PyTorch CUDA eager's time.
+A target whose section did not pass reads MISSED with the section's status (a time-out
+is a miss, not a figure left unmeasured); only --quick leaves the targets unmeasured.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
+import os
 import platform
 import re
 import sys
@@ -28,20 +37,24 @@ SECTIONS = [
     ("toy_translate", "python -m train.toy_translate --device gpu"),
     ("bench_train", "training step, minigrad vs PyTorch CUDA"),
     ("bench_kernels", "GPU kernels vs twins and cuBLAS"),
+    ("index_add", "embedding gradient: add.at vs segment sum vs one-hot"),
 ]
 EXACT_MATCH_TARGET = 99.0  # percent
 TOY_SECONDS_TARGET = 120.0
 STEP_RATIO_TARGET = 1.5  # minigrad / PyTorch CUDA eager, paper-base
+TORCH_ORACLE = "2.13.0"  # the PyTorch the tests compare with (.ci/run installs it)
 
 
 # ----------------------------------------------------------------------------- versions
 
 
-def versions() -> int:
-    """Print the Python, library and CUDA versions and the GPU; 2 when there is no GPU."""
+def versions(test_files: list[str]) -> int:
+    """Print the Python, library and CUDA versions and the GPU; 2 when there is no GPU.
+    `test_files`: the tests the check runs, for the PyTorch-version note."""
     print(f"python {platform.python_version()} ({sys.executable})")
     for package in ("numpy", "cupy", "numba", "numba-cuda", "torch", "pytest", "hypothesis"):
         print(f"{package} {_version(package)}")
+    print(torch_note(_version("torch"), test_files))
     import minigrad as mg
 
     if not mg.cuda.is_available():
@@ -59,7 +72,67 @@ def versions() -> int:
         print(f"torch CUDA {torch.version.cuda}, available: {torch.cuda.is_available()}")
     memory = runtime.getDeviceProperties(0)["totalGlobalMem"]
     print(f"GPU: {mg.cuda.get_device_name()}" + (f", {memory / 2**30:.0f} GiB" if memory else ""))
+    print(numba_cuda_note(mg.backend.fake_gpu_requested()))
     return 0
+
+
+def numba_cuda_note(on_stand_in: bool) -> str:
+    """Whether numba-cuda finds the CUDA driver and NVVM, which its kernels need."""
+    if on_stand_in:
+        return "numba-cuda: not checked (on the stand-in the kernels run in its simulator)"
+    consequence = "the numba_kernels and bench_kernels sections will fail"
+    try:
+        from numba import cuda
+        from numba.cuda.cudadrv import nvvm
+    except Exception as exc:  # a broken install is reported, not a traceback
+        return f"numba-cuda: cannot import ({type(exc).__name__}: {exc}): {consequence}"
+    driver = "found" if cuda.is_available() else f"NOT FOUND ({_one_line(cuda.cuda_error())})"
+    try:
+        library = "found, version {}.{}".format(*nvvm.NVVM().get_version())
+    except Exception as exc:  # NvvmSupportError and its kin, by message
+        library = f"NOT FOUND ({_one_line(str(exc))})"
+    note = f"numba-cuda: CUDA driver {driver}; NVVM {library}"
+    return note if "NOT FOUND" not in note else f"{note}: {consequence}"
+
+
+def torch_note(installed: str, test_files: list[str]) -> str:
+    """Which of `test_files`' tests compare with PyTorch, when the PyTorch installed is
+    not TORCH_ORACLE (their failures may then come from the version alone)."""
+    if installed == "missing":
+        return f"torch: missing; the tests that compare with PyTorch {TORCH_ORACLE} skip"
+    if installed.split("+")[0] == TORCH_ORACLE:
+        return f"torch {installed}: the tests' oracle version"
+    users = [name for path in test_files for name in torch_tests(path)]
+    return (f"torch {installed}, not the oracle's {TORCH_ORACLE}: these tests compare with "
+            f"PyTorch and may fail for the version alone: {', '.join(users) or 'none'}")
+
+
+def torch_tests(path: str) -> list[str]:
+    """`path` when the module imports torch, else its test functions that do."""
+    if not os.path.exists(path):
+        return []
+    module = ast.parse(Path(path).read_text())
+    if any(_imports_torch(node) for node in module.body):
+        return [path]
+    return [f"{path}::{node.name}" for node in module.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+            and any(_imports_torch(inner) for inner in ast.walk(node))]
+
+
+def _imports_torch(node: ast.AST) -> bool:
+    """`import torch`, `from torch ...` or `pytest.importorskip("torch")` at `node`."""
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] == "torch" for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == "torch"
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)] if isinstance(
+        node, (ast.Assign, ast.Expr)) else []
+    return any(getattr(call.func, "attr", None) == "importorskip" and call.args
+               and getattr(call.args[0], "value", None) == "torch" for call in calls)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _version(package: str) -> str:
@@ -180,6 +253,10 @@ def _result(section: Section) -> str:
             described = ", ".join(f"{framework} {ms:.1f}" for framework, ms in times.items())
             parts.append(f"{config}: {described} ms/step")
         return "; ".join(parts) or _last_line(section.log)
+    if section.name == "index_add":
+        fastest = index_add_fastest(section.log)
+        described = "; ".join(f"{case}: {way}" for case, way in fastest.items())
+        return f"fastest deterministic: {described}" if fastest else _last_line(section.log)
     speedups = kernel_speedups(section.log)
     if not speedups:
         return _last_line(section.log)
@@ -187,26 +264,54 @@ def _result(section: Section) -> str:
             f"{max(speedups):.2f}x (table above)")
 
 
+def index_add_fastest(log: str) -> dict[str, str]:
+    """{case: its fastest deterministic way} from bench_index_add's table (add.at counts
+    only where it gave the same bits twice)."""
+    fastest = {}
+    for line in log.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or not cells[3].replace(".", "").isdigit():
+            continue
+        times = dict(zip(("add.at", "segment sum", "one-hot"), map(float, cells[3:6])))
+        if cells[6].split()[0] != "yes":
+            del times["add.at"]
+        fastest[cells[0]] = min(times, key=times.get)
+    return fastest
+
+
 def _targets(sections: dict, quick: bool) -> list[list[str]]:
-    toy, bench = sections["toy_translate"], sections["bench_train"]
-    scores = toy_scores(toy.log)
-    if quick or scores is None or toy.seconds is None:
-        toy_verdict = "not measured" + (" (--quick)" if quick else "")
+    if quick:
+        toy_verdict = step_verdict = "not measured (--quick)"
     else:
-        met = scores[0] >= EXACT_MATCH_TARGET and toy.seconds < TOY_SECONDS_TARGET
-        toy_verdict = f"{'met' if met else 'MISSED'}: {scores[0]:.1f}% in {toy.seconds} s"
-    times = step_times(bench.log).get("paper-base", {})
-    if "minigrad" in times and "torch" in times:
-        ratio = times["minigrad"] / times["torch"]
-        step_verdict = f"{'met' if ratio <= STEP_RATIO_TARGET else 'MISSED'}: {ratio:.2f}x"
-    else:
-        step_verdict = "not measured (needs PyTorch with CUDA)"
+        toy_verdict = _toy_verdict(sections["toy_translate"])
+        step_verdict = _step_verdict(sections["bench_train"])
     return [
         [f"target: toy_translate >= {EXACT_MATCH_TARGET:.0f}% exact match in < "
          f"{TOY_SECONDS_TARGET:.0f} s", "", "", toy_verdict],
         [f"target: paper-base step <= {STEP_RATIO_TARGET}x PyTorch CUDA eager", "", "",
          step_verdict],
     ]
+
+
+def _toy_verdict(toy: Section) -> str:
+    scores = toy_scores(toy.log)
+    if scores is None or toy.status != "pass":
+        return f"MISSED ({toy.status}): {toy_progress(toy.log)}"
+    met = scores[0] >= EXACT_MATCH_TARGET and toy.seconds < TOY_SECONDS_TARGET
+    return f"{'met' if met else 'MISSED'}: {scores[0]:.1f}% in {toy.seconds} s"
+
+
+def _step_verdict(bench: Section) -> str:
+    """The ratio when both paper-base rows were printed (bench_train prints each row as
+    it is measured, so a later time-out keeps them); else why not."""
+    times = step_times(bench.log).get("paper-base", {})
+    if "minigrad" in times and "torch" in times:
+        ratio = times["minigrad"] / times["torch"]
+        return f"{'met' if ratio <= STEP_RATIO_TARGET else 'MISSED'}: {ratio:.2f}x"
+    if "torch is not installed" in bench.log:
+        return "not measured (needs PyTorch with CUDA)"
+    return f"MISSED ({bench.status}): no paper-base row for " + (
+        "torch" if "minigrad" in times else "minigrad")
 
 
 def _last_line(log: str) -> str:
@@ -227,7 +332,7 @@ def table(logs: Path, quick: bool) -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["versions"]:
-        return versions()
+        return versions(argv[1:])
     if argv[:1] == ["table"] and len(argv) in (2, 3):
         return table(Path(argv[1]), quick="--quick" in argv[2:])
     print(__doc__, file=sys.stderr)

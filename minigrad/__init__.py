@@ -4,7 +4,23 @@
     from minigrad import nn, optim
     import minigrad.nn.functional as F
 """
-from minigrad import autograd, distributed, nn, optim, profiler, suggest, utils, viz
+from minigrad import (
+    amp,
+    autograd,
+    backends,
+    cpu,
+    distributed,
+    linalg,
+    multiprocessing,
+    nn,
+    ops,
+    optim,
+    profiler,
+    suggest,
+    utils,
+    viz,
+)
+from minigrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 from minigrad.autograd import (
     enable_grad,
     inference_mode,
@@ -13,6 +29,9 @@ from minigrad.autograd import (
     set_grad_enabled,
 )
 from minigrad.backend import Device, cuda
+from minigrad.backend.device import device
+from minigrad.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision
+from minigrad.compile import compile  # noqa: A004  (torch.compile)
 from minigrad.creation import (
     arange,
     empty,
@@ -31,124 +50,47 @@ from minigrad.creation import (
     zeros,
     zeros_like,
 )
+from minigrad.determinism import are_deterministic_algorithms_enabled, use_deterministic_algorithms
 from minigrad.dlpack import from_dlpack
-from minigrad.dtypes import bfloat16, dtype, float16, float32, float64, int64
+from minigrad.dtypes import (
+    bfloat16,
+    dtype,
+    finfo,
+    float16,
+    float32,
+    float64,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    uint8,
+)
 from minigrad.dtypes import bool_ as bool  # noqa: A001  (torch.bool)
 from minigrad.generator import Generator
-from minigrad.ops import (  # every op PyTorch also has as a function (torch.X)
-    abs,
-    absolute,
-    add,
-    all,
-    allclose,
-    amax,
-    amin,
-    any,
-    argmax,
-    argmin,
-    argsort,
-    bmm,
-    cat,
-    chunk,
-    clamp,
-    clip,
-    clone,
-    concat,
-    concatenate,
-    cos,
-    cumprod,
-    cumsum,
-    div,
-    divide,
-    dot,
-    einsum,
-    eq,
-    equal,
-    erf,
-    exp,
-    flatten,
-    flip,
-    floor_divide,
-    gather,
-    ge,
-    greater,
-    greater_equal,
-    gt,
-    index_select,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    less,
-    less_equal,
-    log,
-    log_softmax,
-    logical_and,
-    logical_not,
-    logical_or,
-    logsumexp,
-    lt,
-    masked_fill,
-    matmul,
-    max,
-    maximum,
-    mean,
-    min,
-    minimum,
-    mm,
-    mul,
-    multinomial,
-    multiply,
-    narrow,
-    ne,
-    neg,
-    negative,
-    not_equal,
-    outer,
-    permute,
-    pow,
-    relu,
-    repeat_interleave,
-    reshape,
-    roll,
-    rsqrt,
-    scatter,
-    scatter_add,
-    select,
-    sigmoid,
-    sin,
-    softmax,
-    sort,
-    split,
-    sqrt,
-    square,
-    squeeze,
-    stack,
-    std,
-    sub,
-    subtract,
-    sum,
-    swapaxes,
-    swapdims,
-    tanh,
-    tile,
-    topk,
-    transpose,
-    tril,
-    triu,
-    true_divide,
-    unbind,
-    unsqueeze,
-    var,
-    where,
-)
+from minigrad.ops.operands import result_type
 from minigrad.random import get_rng_state, manual_seed, set_rng_state
 from minigrad.serialization import load, save
 from minigrad.size import Size
 from minigrad.tensor import Tensor
+from minigrad.tensor_types import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 
+# every op PyTorch also has as a function (torch.X): mg.relu is ops.relu (see ops/__init__.py)
+globals().update({name: ops.OPS[name][0] for name in ops.FUNCTIONS})
 long = int64
+int = int32  # noqa: A001
+short = int16
 float = float32  # noqa: A001
 double = float64
 half = float16

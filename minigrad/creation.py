@@ -156,7 +156,7 @@ def eye(n: int, m: int | None = None, dtype=None, device=None,
 def rand(*size, generator=None, dtype=None, device=None,
          requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1) (from `generator` when given, see mg.Generator)."""
-    shape, dtype = _shape(size, "rand"), _floating(dtype, "rand")
+    shape, dtype = _shape(size, "rand"), as_floating(dtype, "rand")
     device = as_device(device)
     array = random_source(generator).uniform(shape, 0.0, 1.0, dtype, device)
     return _make(array, device, requires_grad)
@@ -165,7 +165,7 @@ def rand(*size, generator=None, dtype=None, device=None,
 def randn(*size, generator=None, dtype=None, device=None,
           requires_grad: bool = False) -> Tensor:
     """Standard normal samples (from `generator` when given, see mg.Generator)."""
-    shape, dtype = _shape(size, "randn"), _floating(dtype, "randn")
+    shape, dtype = _shape(size, "randn"), as_floating(dtype, "randn")
     device = as_device(device)
     array = random_source(generator).normal(shape, 0.0, 1.0, dtype, device)
     return _make(array, device, requires_grad)
@@ -245,8 +245,8 @@ def _dtype(dtype, op: str) -> dtypes.dtype:
     try:
         return dtypes.as_dtype(dtype)
     except TypeError:
-        raise TypeError(f"{op}: unknown dtype {dtype!r}; expected one of mg.float32, "
-                        "mg.float64, mg.float16, mg.int64, mg.bool") from None
+        raise TypeError(f"{op}: unknown dtype {dtype!r}; expected one of {dtypes.NAMES}"
+                        ) from None
 
 
 def _dtype_or_none(dtype, op: str) -> dtypes.dtype | None:
@@ -257,7 +257,7 @@ def _float(dtype, op: str) -> dtypes.dtype:
     return _dtype(dtype, op) if dtype is not None else dtypes.DEFAULT_FLOAT
 
 
-def _floating(dtype, op: str) -> dtypes.dtype:
+def as_floating(dtype, op: str) -> dtypes.dtype:
     dtype = _float(dtype, op)
     if not dtype.is_floating_point:
         raise TypeError(f"{op}: dtype must be a floating point type, got {dtype}")

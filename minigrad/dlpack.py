@@ -24,7 +24,7 @@ KDL_CUDA_MANAGED = 13
 
 def from_dlpack(obj) -> Tensor:
     """A tensor sharing memory with `obj`, any object with `__dlpack__` and
-    `__dlpack_device__`: host memory becomes a "cpu" tensor, CUDA memory a "gpu" one.
+    `__dlpack_device__`: host memory becomes a "cpu" tensor, CUDA memory a "cuda" one.
 
     Raises TypeError for an object that is not a DLPack producer, a device minigrad has no
     backend for, or a dtype minigrad lacks (convert it first: sharing memory means no

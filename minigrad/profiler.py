@@ -4,7 +4,8 @@
         loss = model(x).sum(); loss.backward()
     print(prof.table())
 
-`MINIGRAD_DEBUG=1` profiles the whole process and prints the table at exit. Backward
+`MINIGRAD_DEBUG=1` profiles the whole process and prints the table at exit
+(MINIGRAD_DEBUG=compile prints mg.compile's plans instead; "1,compile" does both). Backward
 time of an op is inclusive: it counts the tensor ops its backward rule runs, which are
 not counted again as forward ops. Ops on the GPU are timed from and to a synchronised
 device, so each is charged for its own kernels (which makes profiling slow them down).
@@ -16,8 +17,14 @@ import os
 import time
 from collections import defaultdict
 
-from minigrad.autograd.function import INSTRUMENTS
+from minigrad.autograd import engine
+from minigrad.autograd.function import Function
 from minigrad.backend import cuda
+
+# the engine's own entry points, which a profile wraps while it records (the core has no
+# profiling code in it)
+_plain_apply = Function.apply.__func__
+_plain_call_backward = engine.call_backward
 
 
 class Profile:
@@ -26,31 +33,31 @@ class Profile:
         self.forward_seconds: dict[str, float] = defaultdict(float)
         self.backward_calls: dict[str, int] = defaultdict(int)
         self.backward_seconds: dict[str, float] = defaultdict(float)
-        self._backward_depth = 0
+        self._depth = 0  # > 0 inside a timed call: ops run there are that call's
 
     def timed_apply(self, function, inputs, params):
+        if self._depth:
+            return _plain_apply(function, *inputs, **params)
         on_gpu = _on_gpu(*inputs)
-        INSTRUMENTS.profiler = None  # time the plain apply, without re-entering this method
-        try:
-            start = _now(on_gpu)
-            out = function.apply(*inputs, **params)
-            elapsed = _now(on_gpu) - start
-        finally:
-            INSTRUMENTS.profiler = self
-        if self._backward_depth == 0:
-            self.forward_calls[function.__name__] += 1
-            self.forward_seconds[function.__name__] += elapsed
-        return out
-
-    def timed_backward(self, node, grad):
-        self._backward_depth += 1
-        on_gpu = _on_gpu(grad)
+        self._depth += 1
         start = _now(on_gpu)
         try:
-            return node.backward(grad)
+            return _plain_apply(function, *inputs, **params)
         finally:
-            self._backward_depth -= 1
-            name = type(node).__name__
+            self._depth -= 1
+            name = _op_name(function)
+            self.forward_calls[name] += 1
+            self.forward_seconds[name] += _now(on_gpu) - start
+
+    def timed_call_backward(self, node, grad, given_away):
+        on_gpu = _on_gpu(grad)
+        self._depth += 1
+        start = _now(on_gpu)
+        try:
+            return _plain_call_backward(node, grad, given_away)
+        finally:
+            self._depth -= 1
+            name = _op_name(type(node))
             self.backward_calls[name] += 1
             self.backward_seconds[name] += _now(on_gpu) - start
 
@@ -73,6 +80,11 @@ class Profile:
         return "\n".join(lines)
 
 
+def _op_name(function: type) -> str:
+    """The op a Function computes ("TanhFunction" computes "Tanh")."""
+    return function.__name__.removesuffix("Function")
+
+
 def _on_gpu(*tensors) -> bool:
     return any(getattr(t, "device", None) == "gpu" for t in tensors)
 
@@ -90,21 +102,41 @@ class profile:  # noqa: N801  (torch.profiler.profile's spelling)
     """Context manager that records a Profile; `.table()` formats it."""
 
     def __enter__(self) -> Profile:
-        self._previous = INSTRUMENTS.profiler
+        self._previous = _active
         self.result = Profile()
-        INSTRUMENTS.profiler = self.result
+        _record_into(self.result)
         return self.result
 
     def __exit__(self, *exc_info):
-        INSTRUMENTS.profiler = self._previous
+        _record_into(self._previous)
         return False
+
+
+_active: Profile | None = None
+
+
+def _record_into(recorder: Profile | None) -> None:
+    """Wrap Function.apply and the engine's call_backward so that they time every op into
+    `recorder`; None puts the plain ones back."""
+    global _active
+    _active = recorder
+    if recorder is None:
+        Function.apply = classmethod(_plain_apply)
+        engine.call_backward = _plain_call_backward
+        return
+
+    def timed_apply(cls, *inputs, **params):
+        return recorder.timed_apply(cls, inputs, params)
+
+    Function.apply = classmethod(timed_apply)
+    engine.call_backward = recorder.timed_call_backward
 
 
 def _profile_whole_process() -> None:
     recorder = Profile()
-    INSTRUMENTS.profiler = recorder
+    _record_into(recorder)
     atexit.register(lambda: print("\n[minigrad profile]\n" + recorder.table()))
 
 
-if os.environ.get("MINIGRAD_DEBUG", "") not in ("", "0"):
+if set(os.environ.get("MINIGRAD_DEBUG", "").split(",")) - {"", "0", "compile"}:
     _profile_whole_process()

@@ -169,14 +169,6 @@ def _gpu_draw_dtype(dtype) -> type:
     return np.float64 if dtype.np == np.float64 else np.float32
 
 
-def uniform_like(t, low: float, high: float):
-    return uniform(t.shape, low, high, t.dtype, t.device)
-
-
-def normal_like(t, mean: float, std: float):
-    return normal(t.shape, mean, std, t.dtype, t.device)
-
-
 def manual_seed_gpu(seed: int) -> None:
     """Seed the GPU generator alone (mg.cuda.manual_seed)."""
     global _gpu

@@ -15,35 +15,20 @@ import difflib
 MODULE_NEAR = {
     "as_tensor": "mg.tensor(data) (a copy) or mg.from_numpy(array) (shares its memory)",
     "asarray": "mg.tensor(data) (a copy) or mg.from_numpy(array) (shares its memory)",
-    "autocast": "casting model and inputs with .half() (no automatic mixed precision)",
-    "backends": "mg.kernels for the kernel switches (TF32 and cuDNN settings do not apply)",
     "bernoulli": "mg.rand(*p.shape) < p",
-    "BoolTensor": "mg.tensor(data, dtype=mg.bool)",
     "broadcast_to": "Tensor.expand(*shape)",
-    "clamp_max": "mg.clamp(x, max=value)",
-    "clamp_min": "mg.clamp(x, min=value)",
-    "compile": "the model itself: minigrad runs eagerly and has no compiler",
     "default_generator": "mg.manual_seed and mg.get_rng_state, or an mg.Generator()",
-    "device": "mg.Device('cpu' or 'gpu') (or the strings themselves)",
-    "diag": "mg.einsum('ii->i', x) for a diagonal",
-    "diagonal": "mg.einsum('...ii->...i', x)",
-    "FloatTensor": "mg.tensor(data, dtype=mg.float32)",
     "hstack": "mg.cat(tensors, dim=1) (dim=0 for vectors)",
-    "int8": "mg.int64, minigrad's one integer dtype",
-    "int16": "mg.int64, minigrad's one integer dtype",
-    "int32": "mg.int64, minigrad's one integer dtype",
     "is_tensor": "isinstance(x, mg.Tensor)",
-    "LongTensor": "mg.tensor(data, dtype=mg.int64)",
-    "masked_select": "x[mask] (boolean indexing)",
     "moveaxis": "mg.permute(x, dims)",
     "movedim": "mg.permute(x, dims)",
     "normal": "mg.randn(*shape) * std + mean",
     "numel": "x.numel()",
     "set_default_dtype": "dtype= on the creation functions (mg.float32 is the default float)",
-    "take_along_dim": "mg.gather(x, dim, index)",
     "tensordot": "mg.einsum",
-    "trace": "mg.einsum('ii', x)",
-    "uint8": "mg.int64 or mg.bool",
+    "uint16": "mg.int32 (uint8 is minigrad's one unsigned dtype)",
+    "uint32": "mg.int64 (uint8 is minigrad's one unsigned dtype)",
+    "uint64": "mg.int64 (uint8 is minigrad's one unsigned dtype)",
     "vstack": "mg.cat(tensors, dim=0) (mg.stack for vectors)",
 }
 
@@ -61,16 +46,7 @@ FUNCTIONAL_NEAR = {
 TENSOR_NEAR = {
     "bfloat16": "x.half() or x.float() (minigrad has no bfloat16)",
     "broadcast_to": "x.expand(*shape)",
-    "byte": "x.long() or x.bool() (int64 is minigrad's integer dtype)",
-    "char": "x.long() (int64 is minigrad's integer dtype)",
-    "clamp_max": "x.clamp(max=value)",
-    "clamp_min": "x.clamp(min=value)",
-    "diagonal": "mg.einsum('...ii->...i', x)",
     "element_size": "x.dtype.itemsize",
-    "index_add": "x.scatter_add(dim, index, src) with index expanded to src's shape",
-    "int": "x.long() (int64 is minigrad's integer dtype)",
-    "is_cuda": "x.device.type == 'gpu'",
-    "masked_select": "x[mask] (boolean indexing)",
     "movedim": "x.permute(*dims)",
     "mT": "x.transpose(-2, -1)",
     "ndimension": "x.dim() or x.ndim",
@@ -80,11 +56,7 @@ TENSOR_NEAR = {
     "new_ones": "mg.ones(*shape, dtype=x.dtype, device=x.device)",
     "new_tensor": "mg.tensor(data, dtype=x.dtype, device=x.device)",
     "new_zeros": "mg.zeros(*shape, dtype=x.dtype, device=x.device)",
-    "norm": "(x * x).sum(dim).sqrt() for the 2-norm",
-    "short": "x.long() (int64 is minigrad's integer dtype)",
-    "stride": "x.data.strides (in bytes, from NumPy or CuPy)",
-    "t": "x.T (or x.transpose(0, 1))",
-    "type": "x.dtype to read it, x.to(dtype) to convert",
+    "stride": "x.array.strides (in bytes, from NumPy or CuPy)",
 }
 
 
@@ -118,10 +90,9 @@ def tensor_hints(defined) -> dict:
     what to use instead (hasattr() is False, as for any missing name).
 
     Properties, not a __getattr__: in CPython a class with __getattr__ takes every
-    attribute read of its instances off the interpreter's specialised fast path, which
-    cost 7-13% of a small op's instructions (benchmarks/bench_instructions.py); a property
-    costs only when read. Other misspelt names get Python's own "Did you mean" in the
-    traceback."""
+    attribute read of its instances off the interpreter's specialised path, which slows
+    every op; a property costs only when read. Other misspelt names get Python's own "Did
+    you mean" in the traceback."""
     hints = {name: f"minigrad has {instead} instead" for name, instead in TENSOR_NEAR.items()}
     for name in MISSING_INPLACE:
         out_of_place = name[:-1]

@@ -3,8 +3,8 @@ and its gradient (see TensorBase), and defines the math: every operator and meth
 calls an op of `minigrad.ops`, so that `x.exp()` and `mg.exp(x)` are one code path, and
 `backward()` calls the engine (minigrad/autograd/engine.py).
 
-`.data` is the raw backend array (a numpy.ndarray on "cpu", a cupy.ndarray on "gpu"),
-unlike PyTorch, where it is a detached tensor; `.detach()` gives the tensor.
+`.array` is the backend array (a numpy.ndarray on "cpu", a cupy.ndarray on "cuda");
+`.data` is, as in PyTorch, a tensor sharing its memory outside the graph.
 """
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ import weakref
 import numpy as np
 
 from minigrad import dtypes, ops, suggest
-from minigrad.autograd import engine
+from minigrad.autograd import engine, is_grad_enabled
 from minigrad.backend import array_module, as_device, to_device
 from minigrad.backend.device import CPU
 from minigrad.generator import source as random_source
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
+from minigrad.to_arguments import parse_to_arguments
+from minigrad.type_names import parse_type, type_name
 
 
 class Tensor(TensorBase):
@@ -32,7 +34,7 @@ class Tensor(TensorBase):
 
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
         device = as_device(device) if device is not None else None
-        self.data = _to_array(data, dtype, device)
+        self.array = _to_array(data, dtype, device)
         self.grad_fn = None
         self._version = [0]
         self._requires_grad = False
@@ -44,7 +46,7 @@ class Tensor(TensorBase):
         """A tensor around an op's output array: no checks, no copy. `version` is the
         version counter to share (a view shares its base's)."""
         t = object.__new__(Tensor)
-        t.data = data
+        t.array = data
         t.grad_fn = grad_fn
         t._requires_grad = grad_fn is not None
         t._version = [0] if version is None else version
@@ -54,7 +56,7 @@ class Tensor(TensorBase):
     @property
     def T(self) -> Tensor:  # noqa: N802
         """All dims reversed (a transpose of a matrix)."""
-        if self.data.ndim == 2:
+        if self.array.ndim == 2:
             return ops.transpose(self, 0, 1)
         return self.permute(*reversed(range(self.ndim)))
 
@@ -62,14 +64,14 @@ class Tensor(TensorBase):
         """The shape (an mg.Size), or the size of one dim."""
         if dim is None:
             return self.shape
-        return self.data.shape[normalize_dim(dim, self.ndim, "size")]
+        return self.array.shape[normalize_dim(dim, self.ndim, "size")]
 
     def is_contiguous(self) -> bool:
         """Whether the elements lie in row-major order without gaps (see view())."""
-        return bool(self.data.flags.c_contiguous)
+        return bool(self.array.flags.c_contiguous)
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self.array.size)
 
     def dim(self) -> int:
         return self.ndim
@@ -102,7 +104,7 @@ class Tensor(TensorBase):
         if self.device.type != "cpu":
             extras += f", device='{self.device}'"
         if self.grad_fn is not None:
-            extras += f", grad_fn=<{self.grad_fn.name}Backward>"
+            extras += f", grad_fn=<{self.grad_fn.name}>"
         elif self._requires_grad:
             extras += ", requires_grad=True"
         return f"tensor({body}{extras})"
@@ -113,13 +115,13 @@ class Tensor(TensorBase):
 
     def detach(self) -> Tensor:
         """The same array, cut from the graph (shares memory and version counter)."""
-        return Tensor._wrap(self.data, None, self._version)
+        return Tensor._wrap(self.array, None, self._version)
 
     def retain_grad(self) -> None:
         """Keep `.grad` of a non-leaf tensor after backward."""
         if self.grad_fn is None:
             return
-        self.grad_fn._retained = weakref.ref(self)
+        self.grad_fn._retained_by = weakref.ref(self)
 
     def register_hook(self, hook):
         """Call `hook(grad)` when this tensor's gradient is computed; a non-None return
@@ -151,10 +153,10 @@ class Tensor(TensorBase):
     # ------------------------------------------------------------------ conversion
     def numpy(self) -> np.ndarray:
         """The data as a NumPy array (a copy to the host for GPU tensors)."""
-        return to_device(self.data, CPU)
+        return to_device(self.array, CPU)
 
     def item(self):
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise RuntimeError(
                 f"item(): only one-element tensors can be converted to Python scalars, "
                 f"got shape {tuple(self.shape)}"
@@ -185,7 +187,7 @@ class Tensor(TensorBase):
             raise TypeError(f"can't convert a {self.device} tensor to a NumPy array "
                             "implicitly: use Tensor.cpu() (or .numpy()) to copy it to host "
                             "memory first")
-        array = np.asarray(self.data)
+        array = np.asarray(self.array)
         if dtype is not None and np.dtype(dtype) != array.dtype:
             if copy is False:
                 raise ValueError(f"__array__: converting {self.dtype} to {np.dtype(dtype)} "
@@ -203,35 +205,47 @@ class Tensor(TensorBase):
                    "copy": copy}
         # pass only what the consumer set: older producers take no keywords but stream
         options = {name: value for name, value in options.items() if value is not None}
-        return _as_array(self.data).__dlpack__(**options)
+        return _as_array(self.array).__dlpack__(**options)
 
     def __dlpack_device__(self) -> tuple:
         """(DLPack device type, device id): (1, 0) for "cpu", (2, 0) for CUDA device 0."""
-        return _as_array(self.data).__dlpack_device__()
+        return _as_array(self.array).__dlpack_device__()
 
-    def to(self, target=None, dtype=None, device=None) -> Tensor:
-        """`.to(dtype)`, `.to(device)` or `.to(device, dtype)`; differentiable."""
-        if isinstance(target, (dtypes.dtype, type)) or (
-            isinstance(target, str) and target in ("float16", "float32", "float64",
-                                                   "int64", "bool")
-        ):
-            dtype = target
-        elif target is not None:
-            device = target
+    def to(self, *args, **kwargs) -> Tensor:
+        """`.to(dtype)`, `.to(device)`, `.to(device, dtype)` or `.to(other)` (other's
+        device and dtype), positional or keyword as in PyTorch (minigrad/to_arguments.py);
+        differentiable. Itself when nothing changes, unless copy=True; non_blocking has no
+        effect (copies between devices are synchronous)."""
+        target = parse_to_arguments(args, kwargs, "to")
         out = self
-        if device is not None:
-            out = ops.to_device(out, as_device(device))
-        if dtype is not None:
-            out = ops.to_dtype(out, dtypes.as_dtype(dtype))
-        return out
+        if target.device is not None:
+            out = ops.to_device(out, target.device)
+        if target.dtype is not None:
+            out = ops.to_dtype(out, target.dtype)
+        return ops.clone(out) if target.copy and out is self else out
+
+    def type(self, dtype=None, non_blocking: bool = False):
+        """Without `dtype`, the type's name: 'minigrad.FloatTensor' for float32 on the CPU,
+        'minigrad.cuda.FloatTensor' on the GPU (see minigrad/type_names.py). With a dtype,
+        a tensor type such as mg.IntTensor, or its name ('torch.IntTensor' too), this
+        tensor converted to it: a type names the device as well, a dtype keeps it."""
+        if dtype is None:
+            return type_name(self.dtype, self.device)
+        target_dtype, target_device = parse_type(dtype, "type")
+        return self.to(target_device, target_dtype, non_blocking)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether this tensor is on the GPU."""
+        return self.device.type == "cuda"
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
 
-    def gpu(self) -> Tensor:
-        return self.to("gpu")
+    def cuda(self) -> Tensor:
+        return self.to("cuda")
 
-    cuda = gpu
+    gpu = cuda
 
     def float(self) -> Tensor:
         return self.to(dtypes.float32)
@@ -245,11 +259,43 @@ class Tensor(TensorBase):
     def long(self) -> Tensor:
         return self.to(dtypes.int64)
 
+    def int(self) -> Tensor:
+        return self.to(dtypes.int32)
+
+    def short(self) -> Tensor:
+        return self.to(dtypes.int16)
+
+    def char(self) -> Tensor:
+        return self.to(dtypes.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(dtypes.uint8)
+
     def bool(self) -> Tensor:
         return self.to(dtypes.bool_)
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
+
+    def t(self) -> Tensor:
+        """The transpose of a matrix; a 0-d or 1-d tensor as it is (a view either way).
+        More dims raise, as in PyTorch: use transpose(dim0, dim1) or .T."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, got shape "
+                               f"{tuple(self.shape)}; use transpose(dim0, dim1) or .T")
+        return self.T
+
+    def t_(self) -> Tensor:
+        """t() in place: this tensor becomes its transpose (a view of the same memory).
+        Like the other in-place ops, refused for a tensor that requires grad while grad
+        mode is on."""
+        if self._requires_grad and is_grad_enabled():
+            raise RuntimeError(f"t_: a tensor that requires grad (shape {tuple(self.shape)}) "
+                               "cannot be changed in place while grad mode is on; use t() "
+                               "or wrap the update in `with mg.no_grad():`")
+        self.array = self.detach().t().array
+        self._version[0] += 1
+        return self
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
@@ -302,10 +348,11 @@ class Tensor(TensorBase):
     __hash__ = object.__hash__
 
     # A method whose arguments are those of the op, self first, is the op function itself:
-    # x.exp() is mg.exp(x), x.gather(1, i) is mg.gather(x, 1, i). minigrad/ops/__init__.py
-    # lists them all in TENSOR_METHODS (about a hundred); this one line binds each name in
-    # the class body. The methods below it adapt their arguments.
-    vars().update({name: getattr(ops, name) for name in ops.TENSOR_METHODS})
+    # x.exp() is mg.exp(x), x.gather(1, i) is mg.gather(x, 1, i). The table of ops in
+    # minigrad/ops/__init__.py marks about a hundred as methods; this line binds each of
+    # them in the class body (tensor.pyi lists them for editors and type checkers). The
+    # methods below it adapt their arguments.
+    vars().update({name: ops.OPS[name][0] for name in ops.TENSOR_METHODS})
 
     def reshape(self, *shape):
         return ops.reshape(self, shape)
@@ -351,12 +398,12 @@ class Tensor(TensorBase):
         return ops.inplace(self, "clamp", None, low=min, high=max)
 
     def uniform_(self, low: float = 0.0, high: float = 1.0, *, generator=None):
-        draws = random_source(generator).uniform(self.data.shape, low, high, self.dtype,
+        draws = random_source(generator).uniform(self.array.shape, low, high, self.dtype,
                                                  self.device)
         return ops.inplace(self, "copy", draws)
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None):
-        draws = random_source(generator).normal(self.data.shape, mean, std, self.dtype,
+        draws = random_source(generator).normal(self.array.shape, mean, std, self.dtype,
                                                 self.device)
         return ops.inplace(self, "copy", draws)
 
@@ -385,7 +432,7 @@ class _HookHandle:
 def _to_array(data, dtype, device):
     """Turn Python data, arrays or tensors into a backend array of the right dtype."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.array
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
     if isinstance(data, (np.ndarray, np.generic)) or hasattr(data, "__cuda_array_interface__"):

@@ -1,6 +1,6 @@
 """TensorBase: what the autograd core needs of a tensor.
 
-A tensor is a backend array (`data`), the graph node that made it (`grad_fn`, None for a
+A tensor is a backend array (`array`), the graph node that made it (`grad_fn`, None for a
 leaf), its gradient (`grad`) and a version counter that in-place ops bump. The class users
 meet, `minigrad.tensor.Tensor`, adds the math on top of this base: its operators and
 methods call the ops in `minigrad.ops` and the backward engine.
@@ -24,43 +24,46 @@ class TensorBase:
     """An array, its creator node, its gradient and its version; see the module docstring.
 
     Attributes:
-        data: the backend array (numpy.ndarray on "cpu", cupy.ndarray on "gpu").
+        array: the backend array (numpy.ndarray on "cpu", cupy.ndarray on "cuda").
+        data: as in PyTorch, a tensor sharing this tensor's memory, outside the graph
+            (see TensorBase.data).
         grad_fn: the Function node whose output this is; None for a leaf.
         grad: the accumulated gradient (a tensor), for leaves that require grad.
         _version: a one-element list shared with every view of the same memory; in-place
             ops add 1, so a backward that saved the old values can tell.
     """
 
-    __slots__ = ("data", "grad_fn", "_requires_grad", "_version", "__weakref__", "__dict__")
+    __slots__ = ("array", "grad_fn", "_requires_grad", "_version", "__weakref__", "__dict__")
     # set on few tensors: as class attributes, a new tensor need not write them
     grad = None
     _hooks = None
     _post_accumulate_hooks = None
+    _accumulator = None  # a weak reference to the leaf's AccumulateGrad node, once made
 
     # make NumPy defer to our reflected operators (ndarray * Tensor -> Tensor.__rmul__)
     __array_priority__ = 1000
 
     @property
     def shape(self) -> Size:
-        return Size(self.data.shape)
+        return Size(self.array.shape)
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def dtype(self) -> dtypes.dtype:
-        found = _DTYPE_OF_NUMPY.get(self.data.dtype)
-        return found if found is not None else dtypes.from_numpy(self.data.dtype)
+        found = _DTYPE_OF_NUMPY.get(self.array.dtype)
+        return found if found is not None else dtypes.from_numpy(self.array.dtype)
 
     @property
     def device(self):
-        return device_of(self.data)
+        return device_of(self.array)
 
     @property
     def xp(self):
         """The array module of this tensor's data (numpy or cupy)."""
-        return array_module(self.data)
+        return array_module(self.array)
 
     @property
     def is_leaf(self) -> bool:
@@ -88,7 +91,24 @@ class TensorBase:
         self._requires_grad = bool(requires_grad)
         return self
 
+    @property
+    def data(self):
+        """PyTorch's `.data`: a tensor sharing this one's memory, cut from the graph, whose
+        in-place changes autograd does not track (it has a version counter of its own, so
+        `p.data.add_(...)` in an optimizer does not invalidate a saved `p`). Use
+        `.detach()` for a view that autograd checks, `.array` for the backend array."""
+        return self._wrap(self.array)
+
+    @data.setter
+    def data(self, value) -> None:
+        """`t.data = other` makes t use other's memory (and shape and dtype), as PyTorch
+        allows; t stays the same tensor object, in the same place in any graph."""
+        if not isinstance(value, TensorBase):
+            raise TypeError(f"Tensor.data must be set to a tensor, got {type(value).__name__}"
+                            "; to wrap an array use mg.tensor or mg.from_numpy")
+        self.array = value.array
+
     @staticmethod
-    def _wrap(data, grad_fn=None, version=None):
-        """A new tensor around `data` (no copy, no checks). Defined by Tensor."""
+    def _wrap(array, grad_fn=None, version=None):
+        """A new tensor around `array` (no copy, no checks). Defined by Tensor."""
         raise NotImplementedError

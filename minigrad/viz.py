@@ -8,51 +8,55 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+import numpy as np
+
+from minigrad.autograd.accumulate_grad import AccumulateGrad
 from minigrad.nn.parameter import Parameter
 
 
 def to_dot(tensor, name: str = "output") -> str:
-    """DOT text: one box per op (name, output shape and dtype), one ellipse per leaf
-    (parameters drawn bold, tensors that require grad in blue), edges input -> op."""
-    lines = ["digraph minigrad {", "  rankdir=BT;", '  node [fontname="monospace"];']
+    """DOT text of the backward graph behind `tensor`, as the engine walks it: one box per
+    node (its name and the shape and dtype of the tensor it made), one ellipse per leaf
+    at an AccumulateGrad node (parameters drawn bold, other leaves in blue), and an edge
+    from each node to the nodes in its next_functions. Tensors that need no gradient are
+    not in the graph, so they are not drawn."""
+    lines = ["digraph minigrad {", "  rankdir=TB;", '  node [fontname="monospace"];']
     ids: dict[int, str] = {}
 
     def node_id(obj) -> str:
         return ids.setdefault(id(obj), f"n{len(ids)}")
 
-    def describe(t) -> str:
-        return f"{tuple(t.shape)} {t.dtype.name}"
-
-    lines.append(f'  {node_id(tensor)} [label="{name}\\n{describe(tensor)}", shape=note];')
-    if tensor.grad_fn is None:
+    lines.append(f'  {node_id(tensor)} [label="{name}\\n{_describe(tensor)}", shape=note];')
+    root = tensor.grad_fn
+    if root is None:
         return "\n".join(lines + ["}"])
-    if tensor.grad_fn._freed:
-        raise RuntimeError("to_dot: the graph behind this tensor was freed by backward(); "
-                           "draw it before backward, or pass retain_graph=True to backward")
-    lines.append(f"  {node_id(tensor.grad_fn)} -> {node_id(tensor)};")
-    stack, seen = [(tensor.grad_fn, tensor)], set()
+    lines.append(f"  {node_id(tensor)} -> {node_id(root)};")
+    stack, seen = [root], set()
     while stack:
-        fn, out = stack.pop()
-        if id(fn) in seen:
+        node = stack.pop()
+        if id(node) in seen:
             continue
-        seen.add(id(fn))
-        lines.append(f'  {node_id(fn)} [label="{fn.name}\\n{describe(out)}", shape=box];')
-        for inp in fn.inputs:
-            if inp.grad_fn is not None:
-                lines.append(f"  {node_id(inp.grad_fn)} -> {node_id(fn)};")
-                stack.append((inp.grad_fn, inp))
-            else:
-                lines.append(_leaf_line(node_id(inp), inp, describe(inp)))
-                lines.append(f"  {node_id(inp)} -> {node_id(fn)};")
-    return "\n".join(dict.fromkeys(lines)) + "\n}"
+        seen.add(id(node))
+        lines.append(_node_line(node_id(node), node))
+        for next_node, _ in node.next_functions:
+            if next_node is not None:
+                lines.append(f"  {node_id(node)} -> {node_id(next_node)};")
+                stack.append(next_node)
+    return "\n".join(lines) + "\n}"
 
 
-def _leaf_line(identifier: str, leaf, description: str) -> str:
-    if isinstance(leaf, Parameter):
-        return f'  {identifier} [label="Parameter\\n{description}", style=bold, color=darkgreen];'
-    if leaf.requires_grad:
-        return f'  {identifier} [label="leaf\\n{description}", color=blue];'
-    return f'  {identifier} [label="constant\\n{description}", color=gray];'
+def _describe(t) -> str:
+    return f"{tuple(t.shape)} {t.dtype.name}"
+
+
+def _node_line(identifier: str, node) -> str:
+    if isinstance(node, AccumulateGrad):
+        leaf = node.variable
+        kind, style = ("Parameter", "style=bold, color=darkgreen") if isinstance(
+            leaf, Parameter) else ("leaf", "color=blue")
+        return (f'  {identifier} [label="{node.name}\\n{kind} {_describe(leaf)}", {style}];')
+    made = f"{tuple(node.grad_shape)} {np.dtype(node.grad_dtype).name}"
+    return f'  {identifier} [label="{node.name}\\n{made}", shape=box];'
 
 
 def render(tensor, path: str) -> str:

@@ -9,6 +9,7 @@ skips them with a reason when the GPU is asked for and CUDA is absent.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -19,15 +20,31 @@ import minigrad as mg
 from minigrad.tensor import constant
 
 DEVICE_ENV = "MINIGRAD_TEST_DEVICE"
-LAYOUTS = ("contiguous", "transposed", "strided")
+# the memory layouts a leaf's array may have (make_tensor)
+LAYOUTS = ("contiguous", "transposed", "strided", "sliced")
+# the layouts an operand of an op may have: a leaf's, or a broadcast view of a smaller leaf
+# (draw_operands)
+OPERAND_LAYOUTS = LAYOUTS + ("broadcast",)
 
 # modest example counts and no deadline: the full Jacobian of every example is built
+# (15: shapes() seldom spends one on a single element)
 OP_SETTINGS = settings(
-    max_examples=20,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 FEW_EXAMPLES = settings(OP_SETTINGS, max_examples=10)
+# per layout case of an op (layout_cases): 6 cases of 4 examples
+PER_LAYOUT = settings(OP_SETTINGS, max_examples=4)
+
+# gradcheck's step and tolerances by the inputs' dtype (check_grad uses float64's). A
+# central difference errs by eps^2 |f'''| / 6 (truncation) plus about u |f| / eps (each
+# output rounded, u the unit roundoff): in float32 (u = 6e-8) a step of 1e-2 keeps the
+# rounding part near 1e-4 for outputs up to 20 (sums of a few products of values near 2)
+GRADCHECK_SETTINGS = {
+    "float64": {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3},
+    "float32": {"eps": 1e-2, "atol": 1e-3, "rtol": 1e-3},
+}
 
 
 def test_device() -> str:
@@ -48,8 +65,10 @@ def make_tensor(array, requires_grad: bool = False, layout: str = "contiguous",
 
     layout "contiguous" copies the values into a fresh C-ordered array; "transposed" makes
     the data a transposed view of a contiguous array (Fortran order for ndim >= 2);
-    "strided" makes it every other element of a larger array along the last dim. The
-    leaf then owns a non-contiguous view, which is what ops must handle.
+    "strided" makes it every other element of a larger array along the last dim; "sliced"
+    makes it a window of a larger array, at an offset in every dim. The leaf then owns a
+    non-contiguous view (or, for 1-D "sliced", one that starts inside its buffer), which
+    is what ops must handle.
     """
     array = np.asarray(array)
     if dtype is not None:
@@ -76,6 +95,11 @@ def _with_layout(array, layout: str):
         container = xp.zeros(array.shape[:-1] + (2 * array.shape[-1],), dtype=array.dtype)
         container[..., ::2] = array
         return container[..., ::2]
+    if layout == "sliced":
+        container = xp.zeros(tuple(n + 2 for n in array.shape), dtype=array.dtype)
+        window = tuple(slice(1, n + 1) for n in array.shape)
+        container[window] = array
+        return container[window]
     raise ValueError(f"unknown layout {layout!r}")
 
 
@@ -86,10 +110,43 @@ def to_numpy(value) -> np.ndarray:
 # ----------------------------------------------------------------------------- strategies
 
 
-def shapes(min_dims: int = 0, max_dims: int = 3, max_side: int = 3, min_side: int = 1):
-    """Small shapes, 0-d and size-1 dims included."""
-    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-                            max_side=max_side)
+def _one_in(n: int):
+    """True in about one draw in n (False when shrunk)."""
+    return st.integers(0, n - 1).map(lambda k: k == n - 1)
+
+
+@st.composite
+def shapes(draw, min_dims: int = 0, max_dims: int = 3, max_side: int = 3,
+           min_side: int = 1):
+    """Small shapes whose sides are 2 to max_side, except a size-1 dim (where min_side
+    allows) in about one shape of 2+ dims in three, and a 0-d shape (where min_dims
+    allows) in about one in fourteen: few examples hold a single element, whose gradients
+    say little (tests/test_strategies.py measures it)."""
+    ndim = draw(st.integers(min_dims, max_dims))
+    if ndim == 0 and max_dims > 0 and not draw(_one_in(5)):
+        ndim = draw(st.integers(max(min_dims, 1), max_dims))
+    if max_side < 2:
+        return (max_side,) * ndim
+    sides = [draw(st.integers(max(min_side, 2), max_side)) for _ in range(ndim)]
+    if min_side <= 1 and ndim >= 2 and draw(_one_in(3)):
+        sides[draw(st.integers(0, ndim - 1))] = 1
+    return tuple(sides)
+
+
+@st.composite
+def broadcastable_shapes(draw, num_shapes: int = 2, min_dims: int = 0, max_dims: int = 3,
+                         max_side: int = 3):
+    """Shapes that broadcast together: each is a trailing part of one result shape
+    (from shapes()) with some of its dims 1."""
+    result = draw(shapes(min_dims=min_dims, max_dims=max_dims, max_side=max_side))
+    drawn = []
+    for _ in range(num_shapes):
+        shape = list(result[draw(st.integers(0, len(result))):])
+        for dim in range(len(shape)):
+            if draw(_one_in(3)):
+                shape[dim] = 1
+        drawn.append(tuple(shape))
+    return drawn
 
 
 def floats(low: float = -3.0, high: float = 3.0):
@@ -120,7 +177,16 @@ def positive(low: float = 0.25, high: float = 4.0):
 
 
 def arrays(shape, elements=None):
-    return hnp.arrays(np.float64, shape, elements=floats() if elements is None else elements)
+    """float64 arrays with each element drawn on its own (hypothesis would otherwise fill
+    most of an array with one value, often 0, and tell few rules apart), all distinct
+    unless the elements come from a short list (st.sampled_from: ties on purpose)."""
+    elements = floats() if elements is None else elements
+    distinct = not isinstance(elements, _SAMPLED_FROM)
+    return hnp.arrays(np.float64, shape, elements=elements, unique=distinct,
+                      fill=None if distinct else st.nothing())
+
+
+_SAMPLED_FROM = type(st.sampled_from([0.0, 1.0]))
 
 
 def distinct_arrays(shape, spacing: float = 0.1):
@@ -133,7 +199,52 @@ def distinct_arrays(shape, spacing: float = 0.1):
 
 
 def layouts():
+    """A leaf layout for make_tensor."""
     return st.sampled_from(LAYOUTS)
+
+
+def layout_cases():
+    """The values of an op test's `layout` parameter: each operand layout for every operand
+    at once, so each reaches every operand in every run, and "mixed", where each operand
+    draws its own. Use with PER_LAYOUT settings."""
+    return list(OPERAND_LAYOUTS) + ["mixed"]
+
+
+def draw_operands(data, shapes_, layout: str, elements=None) -> tuple[list, Callable]:
+    """Leaves for an op's array operands, of the given shapes, in `layout` (a layout_cases
+    value), and `view`, which makes the operands from the leaves: `check_grad(lambda *ts:
+    op(*view(ts)), *leaves)`. A "broadcast" operand is its leaf expanded (stride 0) from
+    a shape with some dims 1 or missing; the other layouts are the leaf's own."""
+    elements = elements if isinstance(elements, (list, tuple)) else [elements] * len(shapes_)
+    leaves, targets = [], []
+    for shape, element in zip(shapes_, elements):
+        own = data.draw(st.sampled_from(OPERAND_LAYOUTS)) if layout == "mixed" else layout
+        leaf_shape = data.draw(_shrunk(shape)) if own == "broadcast" else shape
+        array = data.draw(arrays(leaf_shape, element))
+        leaves.append(make_tensor(array, requires_grad=True,
+                                  layout="contiguous" if own == "broadcast" else own))
+        targets.append(shape if own == "broadcast" else None)
+
+    def view(tensors):
+        return [t if target is None else t.expand(*target)
+                for t, target in zip(tensors, targets)]
+
+    return leaves, view
+
+
+@st.composite
+def _shrunk(draw, shape):
+    """A shape that broadcasts to `shape` and is smaller when it can be: leading dims
+    dropped, others set to 1."""
+    if not shape or max(shape) == 1:
+        return shape
+    kept = list(shape[draw(st.integers(0, len(shape) - 1)):])
+    for dim in range(len(kept)):
+        if draw(st.booleans()):
+            kept[dim] = 1
+    if kept == list(shape):
+        kept[shape.index(max(shape))] = 1
+    return tuple(kept)
 
 
 def dims_of(ndim: int):
@@ -180,7 +291,7 @@ def check_vjp(func, *inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
         out.backward(mg.tensor(v, dtype=out.dtype, device=out.device), retain_graph=not last)
     for leaf in leaves:
         expected = np.zeros(leaf.shape)
-        data = leaf.data
+        data = leaf.array
         for position in np.ndindex(*data.shape):
             original = data[position].item()
             data[position] = original + eps

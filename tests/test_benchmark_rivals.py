@@ -28,7 +28,7 @@ def test_torch_rival_has_the_same_parameters():
     pytest.importorskip("torch")
     from benchmarks.rivals.torch_model import TranslationModel
 
-    ours = sum(p.data.size for p in minigrad_model().parameters())
+    ours = sum(p.array.size for p in minigrad_model().parameters())
     theirs = sum(p.numel() for p in TranslationModel(CONFIG).parameters())
     # nn.Transformer's LayerNorm after each stack (a weight and a bias) is its only extra
     assert theirs - ours == 2 * 2 * CONFIG.d_model

@@ -1,5 +1,5 @@
 """Every benchmark script runs to its table on little work (the figures are not checked:
-timing is for the scripts themselves, run on a quiet machine; see the README)."""
+timing is for the scripts themselves, run on a quiet machine; see docs/benchmarks.md)."""
 import os
 import shutil
 import subprocess
@@ -33,7 +33,7 @@ def test_bench_modes_times_every_dispatched_op_and_the_reference_shapes():
 def test_profile_step_prints_the_ops_of_one_step():
     out = run_module("benchmarks.profile_step", "--config", "toy_translate", "--steps", "1")
     names = [row.split("|")[1].strip() for row in table_rows(out)[1:]]
-    assert {"Linear", "MatMul", "Softmax", "LayerNorm", "CrossEntropy"} <= set(names)
+    assert {"Addmm", "MatMul", "Softmax", "NativeLayerNorm", "CrossEntropy"} <= set(names)
     assert "Copy:" in out
 
 
@@ -42,9 +42,34 @@ def test_bench_overhead_runs_every_case():
     assert len(table_rows(out)) == 2 * (1 + 4)
 
 
+def test_bench_compile_runs_every_case():
+    out = run_module("benchmarks.bench_compile", "--quick", "--repeats", "2")
+    rows = table_rows(out)
+    assert rows[0].startswith("| case") and len(rows) == 1 + 4
+
+
 def test_bench_graph_memory_runs():
     out = run_module("benchmarks.bench_graph_memory", "--steps", "50", "--batch", "8")
     assert any(row.startswith("| minigrad") for row in table_rows(out))
+
+
+def test_bench_rnn_runs_both_modules():
+    out = run_module("benchmarks.bench_rnn", "--repeats", "1", "--bptt", "2")
+    rows = table_rows(out)
+    assert [row.split("|")[1].strip() for row in rows[1:]] == ["LSTM", "GRU"]
+
+
+def test_bench_ops_times_every_op_of_the_method_table():
+    pytest.importorskip("torch")
+    # imported here: bench_ops imports torch, which the other scripts do without
+    from benchmarks.bench_ops import WHY
+    from benchmarks.bench_ops_cases import CASES
+
+    out = run_module("benchmarks.bench_ops", "--size", "tiny", "--repeats", "1")
+    timed = {row.split("|")[1].strip() for row in table_rows(out)}
+    assert {case.op for case in CASES} <= timed
+    assert "without a case" not in out and "results differ" not in out
+    assert {key.split(":")[0] for key in WHY} <= {case.op for case in CASES}
 
 
 def test_bench_conv_runs_one_case():

@@ -83,23 +83,18 @@ def test_conv_gradcheck(dims, case, layout, seed):
     assert mg.autograd.gradcheck(lambda *t: conv(*t, **_arguments(case)), inputs)
 
 
+@pytest.mark.parametrize("dims", [1, 2])
 @FEW_EXAMPLES
 @given(case=conv_cases(max_batch=1, max_group_channels=1, max_extra=1),
        seed=st.integers(0, 2**16))
-def test_conv2d_gradgradcheck(case, seed):
+def test_conv_gradgradcheck(dims, case, seed):
     """Second derivatives through the three Functions (input and weight gradients)."""
+    if dims == 1:
+        case = _as_1d(case)
     x, w, b = _leaves(case, np.random.default_rng(seed))
     inputs = (x, w) if b is None else (x, w, b)
-    assert mg.autograd.gradgradcheck(lambda *t: F.conv2d(*t, **_arguments(case)), inputs)
-
-
-def test_conv1d_gradgradcheck():
-    rng = np.random.default_rng(3)
-    x = make_tensor(rng.standard_normal((2, 2, 6)), requires_grad=True)
-    w = make_tensor(rng.standard_normal((4, 1, 3)), requires_grad=True)
-    b = make_tensor(rng.standard_normal(4), requires_grad=True)
-    assert mg.autograd.gradgradcheck(
-        lambda *t: F.conv1d(*t, stride=2, padding=1, dilation=2, groups=2), (x, w, b))
+    conv = _functional(dims)
+    assert mg.autograd.gradgradcheck(lambda *t: conv(*t, **_arguments(case)), inputs)
 
 
 def _as_1d(case: dict) -> dict:
@@ -123,14 +118,14 @@ def test_im2col_path_matches_reference_twin(dtype, case, seed):
     """conv2d, its input gradient and its weight gradient: im2col + one matmul per group
     against the tap-by-tap sums, on the same arrays."""
     rng = np.random.default_rng(seed)
-    x, w, b = (t.data if t is not None else None for t in _leaves(case, rng, dtype=dtype))
+    x, w, b = (t.array if t is not None else None for t in _leaves(case, rng, dtype=dtype))
     kernel = case["weight_shape"][2:]
     stride = case["stride"] if isinstance(case["stride"], tuple) else (case["stride"],) * 2
     pads = conv_padding(case["padding"], kernel, stride, case["dilation"], "test", ValueError)
     window = Window2d(kernel, stride, case["dilation"], pads)
     groups = case["groups"]
     out = conv_kernels.conv2d(x, w, b, window, groups)
-    g = make_tensor(rng.standard_normal(out.shape).astype(dtype)).data
+    g = make_tensor(rng.standard_normal(out.shape).astype(dtype)).array
     tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-10,
                                                                          "atol": 1e-12}
     pairs = [

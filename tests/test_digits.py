@@ -1,16 +1,20 @@
 """`python -m train.digits` end to end, small (a few epochs, seconds): the CNN learns the
-held-out digits, its checkpoint reloads, a resumed run repeats an uninterrupted one bit
-for bit, the PyTorch comparison runs the same model, and missing requirements fail with
-one line."""
+held-out digits, its checkpoint reloads, a run stopped by a signal resumes to the weights
+of an uninterrupted one bit for bit, the PyTorch comparison runs the same model, and
+missing requirements fail with one line."""
 
 import os
 import re
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from background_runs import BackgroundRun
 
 import minigrad as mg
 
@@ -29,11 +33,14 @@ def held_out_accuracies(stdout: str) -> list[float]:
     return [float(a) for a in re.findall(r"held-out accuracy (\d+\.\d+)%", stdout)]
 
 
+EPOCHS = 6  # enough that a signal sent after the first comes before the last
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> tuple[Path, str]:
-    """The checkpoint and output of one uninterrupted 3-epoch run."""
+    """The checkpoint and output of one uninterrupted run of EPOCHS epochs."""
     out_dir = tmp_path_factory.mktemp("digits")
-    result = run_cli("--epochs", "3", "--out-dir", str(out_dir))
+    result = run_cli("--epochs", str(EPOCHS), "--out-dir", str(out_dir))
     assert result.returncode == 0, result.stderr
     return out_dir / "digits.safetensors", result.stdout
 
@@ -41,44 +48,51 @@ def uninterrupted(tmp_path_factory) -> tuple[Path, str]:
 def test_the_cnn_learns_the_held_out_digits(uninterrupted):
     checkpoint, stdout = uninterrupted
     assert "1438 training and 359 held-out images" in stdout
-    per_epoch = held_out_accuracies(stdout)[:3]
-    assert len(per_epoch) == 3 and per_epoch[-1] >= 90.0  # chance is 10%
+    per_epoch = held_out_accuracies(stdout)[:EPOCHS]
+    assert len(per_epoch) == EPOCHS and per_epoch[2] >= 90.0  # chance is 10%
     losses = [float(x) for x in re.findall(r"loss (\d+\.\d+)", stdout)]
     assert losses[-1] < 0.5 * losses[0]
     # the reloaded checkpoint scores what the trained model scored
     reloaded = re.search(r"reloaded: held-out accuracy (\d+\.\d+)%", stdout)
     assert reloaded and float(reloaded.group(1)) == per_epoch[-1]
     saved = mg.load(str(checkpoint))
-    assert int(saved["epoch"]) == 3
+    assert int(saved["epoch"]) == EPOCHS
     assert set(saved) == {"model", "optimizer", "scheduler", "epoch"}
     assert list(saved["model"]) == ["0.weight", "0.bias", "3.weight", "3.bias", "7.weight",
                                     "7.bias"]
 
 
-def test_a_resumed_run_repeats_the_uninterrupted_one(uninterrupted, tmp_path):
-    """A 3-epoch run cut off after its second checkpoint, then resumed, ends with the
-    uninterrupted run's weights, bit for bit (data order, Adam state and schedule). Every
-    run is its own process, as a user's would be: train.digits sets OpenBLAS's thread
-    count before NumPy loads, and a different count sums the products in another order."""
-    stop_after_two = (
-        "import sys\n"
-        "from train import digits\n"
-        "save = digits.save_checkpoint\n"
-        "def save_then_stop(path, model, optimizer, scheduler, epochs_done):\n"
-        "    save(path, model, optimizer, scheduler, epochs_done)\n"
-        "    if epochs_done == 2:\n"
-        "        raise KeyboardInterrupt  # as if the user stopped the run here\n"
-        "digits.save_checkpoint = save_then_stop\n"
-        "digits.main(sys.argv[1:])\n")
-    cut = subprocess.run([sys.executable, "-c", stop_after_two, "--epochs", "3",
-                          "--out-dir", str(tmp_path)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
-    assert "KeyboardInterrupt" in cut.stderr and "epoch   3/3" not in cut.stdout
+def test_a_signal_ends_the_epoch_and_the_printed_command_resumes_it(uninterrupted,
+                                                                     tmp_path):
+    """SIGTERM once the first checkpoint is written: the run stops after the epoch in
+    progress, saved, exits 143 and prints the command that resumes it; that command ends
+    with the uninterrupted run's weights, bit for bit (data order, Adam state and
+    schedule). Every run is its own process, as a user's would be: train.digits sets
+    OpenBLAS's thread count before NumPy loads, and a different count sums the products
+    in another order."""
     path = tmp_path / "digits.safetensors"
-    assert int(mg.load(str(path))["epoch"]) == 2
-    resumed = run_cli("--epochs", "3", "--out-dir", str(tmp_path), "--resume", str(path))
+    run = BackgroundRun([sys.executable, "-m", "train.digits", "--epochs", str(EPOCHS),
+                         "--out-dir", str(tmp_path)], tmp_path / "output")
+    while not path.exists():  # the first epoch's checkpoint
+        assert run.process.poll() is None, "the run ended before its first checkpoint"
+        time.sleep(0.01)
+    run.process.send_signal(signal.SIGTERM)
+    cut = run.finish(timeout=60)
+    assert cut.returncode == 143, cut.stderr
+    epochs_done = int(mg.load(str(path))["epoch"])
+    assert epochs_done < EPOCHS, "the run ended before the signal came"
+    assert f"epoch {epochs_done + 1:3d}/{EPOCHS}" not in cut.stdout
+    (line,) = cut.lines_of("digits")
+    stopped = (f"digits: stopped by SIGTERM after epoch {epochs_done} of {EPOCHS}; saved to "
+               f"{path}; resume with: ")
+    assert line.startswith(stopped) and "Traceback" not in cut.stderr, cut.stderr
+    command = shlex.split(line.removeprefix(stopped))
+    assert command[:3] == ["python", "-m", "train.digits"], command
+    resumed = subprocess.run([sys.executable, *command[1:]], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
-    assert "epoch   3/3" in resumed.stdout and "epoch   2/3" not in resumed.stdout
+    assert f"epoch {epochs_done + 1:3d}/{EPOCHS}" in resumed.stdout
+    assert f"epoch {epochs_done:3d}/{EPOCHS}" not in resumed.stdout
     checkpoint, _ = uninterrupted
     expected, got = mg.load(str(checkpoint))["model"], mg.load(str(path))["model"]
     for name in expected:
@@ -142,7 +156,7 @@ def test_gpu_without_cuda_fails_with_one_line(capsys):
         pytest.skip("CUDA is available here")
     code, stderr = run_main(capsys, "--device", "gpu")
     assert code == 2
-    assert stderr.startswith("digits: --device gpu needs a CUDA GPU")
+    assert stderr.startswith("digits: --device cuda needs a CUDA GPU")
     assert len(stderr.strip().splitlines()) == 1
 
 

@@ -88,8 +88,8 @@ def test_a_failing_rank_ends_the_job_quickly(failure):
 
 
 @needs_mpi
-def test_the_readme_training_script_runs_on_two_ranks(tmp_path):
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(),
+def test_the_documented_training_script_runs_on_two_ranks(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "distributed.md").read_text(),
                         flags=re.DOTALL)
     (script,) = [block for block in blocks if "init_process_group" in block]
     checkpoint = tmp_path / "demo.safetensors"

@@ -11,7 +11,8 @@ import minigrad as mg
 requires_cuda = pytest.mark.skipif(
     not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
 )
-DTYPES = [np.float16, np.float32, np.float64, np.int64, np.bool_]
+DTYPES = [np.float16, np.float32, np.float64, np.uint8, np.int8, np.int16, np.int32, np.int64,
+          np.bool_]
 
 
 def _values(dtype, shape=(3, 4)) -> np.ndarray:
@@ -40,7 +41,7 @@ def test_tensor_to_numpy_shares_memory_both_ways(dtype):
     assert array.shape == (3, 4) and array.dtype == np.dtype(dtype)
     array[1, 1] = 1
     assert t[1, 1].item() == 1
-    t.data[0, 2] = 0
+    t.array[0, 2] = 0
     assert array[0, 2] == 0
     assert t.__dlpack_device__() == (1, 0)
 
@@ -80,13 +81,13 @@ def test_autograd_does_not_cross():
 def test_unsupported_producers_and_dtypes_are_refused():
     with pytest.raises(TypeError, match="__dlpack__"):
         mg.from_dlpack([1.0, 2.0])
-    with pytest.raises(TypeError, match="int32"):
-        mg.from_dlpack(np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError, match="uint16"):
+        mg.from_dlpack(np.arange(3, dtype=np.uint16))
 
 
 def test_array_protocol_of_a_cpu_tensor():
     t = mg.tensor([[1.0, 2.0]])
-    assert np.asarray(t) is t.data  # no copy
+    assert np.asarray(t) is t.array  # no copy
     assert np.asarray(t, dtype=np.float64).dtype == np.float64
     copied = np.array(t)
     copied[0, 0] = 9.0
@@ -98,7 +99,8 @@ def test_array_protocol_of_a_cpu_tensor():
 # ----------------------------------------------------------------------------- PyTorch
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "uint8", "int8", "int16",
+                                   "int32", "int64", "bool"])
 def test_torch_round_trip_shares_memory_and_keeps_dtype(dtype):
     torch = pytest.importorskip("torch")
     source = torch.ones(2, 3, dtype=getattr(torch, dtype))
@@ -114,8 +116,8 @@ def test_torch_round_trip_shares_memory_and_keeps_dtype(dtype):
 
 def test_torch_dtypes_minigrad_lacks_are_refused_by_name():
     torch = pytest.importorskip("torch")
-    with pytest.raises(TypeError, match="from_dlpack.*int32"):
-        mg.from_dlpack(torch.ones(2, dtype=torch.int32))
+    with pytest.raises(TypeError, match="from_dlpack.*uint16"):
+        mg.from_dlpack(torch.ones(2, dtype=torch.uint16))
     with pytest.raises(RuntimeError, match="from_dlpack: cannot import.*dtype"):
         mg.from_dlpack(torch.ones(2, dtype=torch.bfloat16))
 

@@ -68,6 +68,92 @@ def test_lists_are_not_elementwise_operands(x):
         x + [1.0, 2.0, 3.0]
 
 
+@pytest.mark.parametrize("nest", [
+    lambda d: [d[0, 0], 1.0], lambda d: [d[0], np.ones(3)], lambda d: [d, d[0]],
+    lambda d: [[d[0, 0]], d[0, 1]], lambda d: [np.float32(2.0), d[1, 1]],
+], ids=["python_float", "numpy_array", "ragged", "uneven_depth", "numpy_scalar"])
+@pytest.mark.parametrize("copy", ["array", "asarray"])
+def test_a_list_mixing_device_arrays_with_host_values_raises_type_error(x, nest, copy):
+    """CuPy concatenates a list only when it holds device arrays of one shape; any other
+    list goes through numpy.array, which cannot read device memory."""
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        getattr(cp, copy)(nest(x))
+
+
+def test_a_list_of_device_arrays_of_one_shape_is_stacked(x):
+    stacked = cp.array([[x[0, 0], x[1, 2]], [x[0, 1], x[0, 2].astype(np.float32)]])
+    assert stacked.dtype == np.float64 and stacked.tolist() == [[0, 5], [1, 2]]
+    assert cp.asarray([x[1], x[0]]).tolist() == [[3, 4, 5], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("name", ["ascontiguousarray", "asfortranarray"])
+def test_layout_copies_take_device_arrays_only(x, name):
+    with pytest.raises(TypeError, match="incorrect type"):
+        getattr(cp, name)(np.ones((2, 2)))
+    with pytest.raises(TypeError, match="incorrect type"):
+        getattr(cp, name)([1.0, 2.0])
+    assert getattr(cp, name)(x[0, 1]).shape == (1,)  # a 0-d array becomes 1-d
+    assert cp.ascontiguousarray(x) is x and cp.asfortranarray(x).flags.f_contiguous
+
+
+def test_clip_takes_both_bounds_and_no_numpy_keywords(x):
+    with pytest.raises(TypeError, match="a_min"):
+        cp.clip(x, a_max=2.0)
+    with pytest.raises(TypeError):
+        cp.clip(x, min=1.0, max=2.0)  # NumPy 2's names; CuPy has a_min and a_max
+    assert cp.clip(x, None, 2.0).tolist() == [[0, 1, 2], [2, 2, 2]]
+    assert x.clip(1.0).tolist() == [[1, 1, 2], [3, 4, 5]]  # the method: min=, max=
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: cp.sum(d, where=d > 1), lambda d: d.sum(initial=1.0),
+    lambda d: cp.max(d, initial=9.0), lambda d: d.min(where=d > 1, initial=9.0),
+    lambda d: np.sum(d, where=d > 1), lambda d: cp.mean(d, where=d > 1),
+    lambda d: cp.add(d, 1.0, where=d > 1), lambda d: np.exp(d, where=d > 1),
+], ids=["sum_where", "method_initial", "max_initial", "method_where", "np.sum", "mean",
+        "ufunc_where", "np.exp"])
+def test_numpy_only_keywords_raise_type_error(x, call):
+    with pytest.raises(TypeError, match="where|initial"):
+        call(x)
+
+
+def test_sorts_are_stable_and_take_no_other_kind():
+    keys = cp.asarray(np.array([2, 1, 2, 1, 0, 1] * 40))
+    order = keys.argsort().get()
+    assert (order == np.argsort(keys.get(), kind="stable")).all()
+    assert (cp.argsort(keys).get() == order).all() and cp.sort(keys).tolist() == sorted(
+        keys.tolist())
+    with pytest.raises(ValueError, match="kind can only be None or 'stable'"):
+        keys.argsort(kind="quicksort")
+
+
+def test_a_view_has_one_base_the_array_owning_the_memory(x):
+    """CuPy keeps a view's base as the root owner: one object, on every access."""
+    assert x.base is None
+    row = x[1]
+    assert row.base is x and row.base is row.base
+    for view in (row[1:], x.T, x.reshape(-1), cp.broadcast_to(x[0], (4, 3)), x[:, ::2].T):
+        assert view.base is x
+    assert (x + 1).base is None and x.copy().base is None
+
+
+def test_add_at_sums_repeated_positions_in_a_new_order_each_call():
+    """CuPy's add.at adds with atomics: 2**24 + 1 rounds back to 2**24 in float32, so the
+    sum of 2**24 and 64 ones is 2**24 plus (about) the ones added before it, which depends
+    on the order; NumPy's in-order add.at gives 2**24 every time."""
+    values = np.ones(65, dtype=np.float32)
+    values[0] = 2.0**24
+    sums = set()
+    for _ in range(8):
+        total = cp.zeros(1, dtype=np.float32)
+        cp.add.at(total, cp.zeros(65, dtype=np.int64), cp.asarray(values))
+        sums.add(total.item())
+    assert len(sums) > 1 and all(2**24 <= s <= 2**24 + 64 for s in sums)
+    counts = cp.zeros((3, 2))
+    cp.add.at(counts, (cp.asarray(np.array([0, 0, 2])), slice(None)), 1.0)
+    assert counts.tolist() == [[2, 2], [0, 0], [1, 1]]  # slices and repeats still count
+
+
 def test_explicit_copies_work_and_are_copies(x):
     host = x.get()
     assert type(host) is np.ndarray and host.tolist() == [[0, 1, 2], [3, 4, 5]]
@@ -120,8 +206,8 @@ def test_names_cupy_lacks_raise_attribute_error_naming_them(x):
         cp.errstate  # noqa: B018
     with pytest.raises(AttributeError, match="'float128'"):
         cp.float128  # noqa: B018
-    with pytest.raises(AttributeError, match="tofile"):
-        x.tofile("somewhere")
+    with pytest.raises(AttributeError, match="setflags"):
+        x.setflags(write=False)
     with pytest.raises(AttributeError, match="writeable"):
         x.flags.writeable  # noqa: B018  (CuPy's flags have three fields)
     assert cp.float32 is np.float32 and cp.inf == np.inf
@@ -304,13 +390,13 @@ def test_minigrad_fake_gpu_makes_the_stand_in_the_gpu_and_says_so_once():
             "print(mg.cuda.is_available(), mg.cuda.device_count())\n"
             "print(mg.cuda.get_device_name())\n"
             "x = mg.ones(3, device='gpu') * 2\n"
-            "print(type(x.data).__module__, x.device, x.sum().item())\n")
+            "print(type(x.array).__module__, x.device, x.sum().item())\n")
     result = _python(code, MINIGRAD_FAKE_GPU="1")
     lines = result.stdout.splitlines()
     assert lines[0] == "False"  # importing minigrad does not load the stand-in
     assert lines[1] == "True 1"
     assert "stand-in" in lines[2] and "no GPU" in lines[2]
-    assert lines[3] == "minigrad.testing.fake_cupy._array gpu 6.0"
+    assert lines[3] == "minigrad.testing.fake_cupy._array cuda:0 6.0"
     assert result.stderr.count("\n") == 1 and "no GPU is used" in result.stderr
 
 

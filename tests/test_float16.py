@@ -103,7 +103,7 @@ def test_row_ops_forward_and_backward_match_torch(x, mode):
             else:
                 out_ours, out_theirs = getattr(ours, name)(-1), getattr(theirs, name)(-1)
             _close(out_ours, out_theirs, rtol=1e-2, atol=1e-2)
-            weights = np.linspace(-1, 1, out_ours.data.size).reshape(out_ours.shape)
+            weights = np.linspace(-1, 1, out_ours.array.size).reshape(out_ours.shape)
             (out_ours * mg.tensor(weights.astype(np.float16))).sum().backward()
             (out_theirs * torch.tensor(weights.astype(np.float16)).float()).sum().backward()
             scale = max(1.0, float(np.abs(theirs.grad.float().numpy()).max()))

@@ -4,7 +4,7 @@ second derivatives with random upstream gradients (gradgradcheck). Tensors are m
 MINIGRAD_TEST_DEVICE (see conftest.py)."""
 import numpy as np
 import pytest
-from helpers import test_device
+from helpers import layouts, make_tensor, test_device
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +23,9 @@ def _tensor(data, **kwargs) -> mg.Tensor:
     return mg.tensor(data, device=DEVICE, **kwargs)
 
 
-def _leaf(rng, *shape, scale=1.0):
-    return _tensor(rng.standard_normal(shape) * scale, dtype=mg.float64, requires_grad=True)
+def _leaf(rng, *shape, scale=1.0, layout="contiguous"):
+    """A float64 leaf of normal values; layout as in helpers.make_tensor."""
+    return make_tensor(rng.standard_normal(shape) * scale, requires_grad=True, layout=layout)
 
 
 def _away_from_zero(rng, *shape):
@@ -34,12 +35,13 @@ def _away_from_zero(rng, *shape):
     return _tensor(magnitude * sign, dtype=mg.float64, requires_grad=True)
 
 
+@pytest.mark.parametrize("with_bias", [True, False])
 @checks
-@given(seeds, small, small, st.booleans(), st.sampled_from([(), (2,)]))
-def test_linear(seed, rows, features, with_bias, leading):
+@given(seeds, small, small, st.sampled_from([(), (2,)]), layouts(), layouts())
+def test_linear(with_bias, seed, rows, features, leading, x_layout, w_layout):
     rng = np.random.default_rng(seed)
     x_shape = leading + (rows, features) if rows > 1 else (features,)
-    x, w = _leaf(rng, *x_shape), _leaf(rng, 2, features)
+    x, w = _leaf(rng, *x_shape, layout=x_layout), _leaf(rng, 2, features, layout=w_layout)
     b = _leaf(rng, 2) if with_bias else None
     inputs = (x, w) if b is None else (x, w, b)
     assert gradcheck(lambda *a: F.linear(*a), inputs)
@@ -83,11 +85,11 @@ def test_dropout(seed, rows, cols, p):
 
 
 @checks
-@given(seeds, small, st.integers(2, 4), st.integers(1, 2), st.booleans())
-def test_layer_norm(seed, rows, width, trailing, affine):
+@given(seeds, small, st.integers(2, 4), st.integers(1, 2), st.booleans(), layouts())
+def test_layer_norm(seed, rows, width, trailing, affine, layout):
     rng = np.random.default_rng(seed)
     normalized = (width,) * trailing
-    x = _leaf(rng, rows, *normalized, scale=2.0)
+    x = _leaf(rng, rows, *normalized, scale=2.0, layout=layout)
     params = (_leaf(rng, *normalized), _leaf(rng, *normalized)) if affine else ()
 
     def layer_norm(t, *weight_bias):
@@ -122,10 +124,11 @@ def test_embedding_padding_row_gets_no_gradient():
     np.testing.assert_array_equal(weight.grad.numpy(), expected)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @checks
-@given(seeds, st.integers(1, 4), st.integers(2, 4), st.sampled_from(["mean", "sum", "none"]),
-       st.sampled_from([0.0, 0.2]), st.booleans(), st.booleans())
-def test_cross_entropy(seed, rows, classes, reduction, smoothing, weighted, spatial):
+@given(seeds, st.integers(1, 4), st.integers(2, 4), st.sampled_from([0.0, 0.2]), st.booleans(),
+       st.booleans())
+def test_cross_entropy(reduction, seed, rows, classes, smoothing, weighted, spatial):
     rng = np.random.default_rng(seed)
     shape = (rows, classes, 2) if spatial else (rows, classes)
     x = _leaf(rng, *shape, scale=2.0)
@@ -165,10 +168,11 @@ def test_mse_loss(seed, rows, cols, reduction):
 
 @checks
 @given(seeds, st.integers(1, 3), st.integers(1, 3), st.sampled_from(["none", "bool", "float",
-                                                                     "causal"]))
-def test_scaled_dot_product_attention(seed, queries, keys, mask_kind):
+                                                                     "causal"]), layouts())
+def test_scaled_dot_product_attention(seed, queries, keys, mask_kind, layout):
     rng = np.random.default_rng(seed)
-    q, k, v = _leaf(rng, 2, queries, 3), _leaf(rng, 2, keys, 3), _leaf(rng, 2, keys, 2)
+    q, k = _leaf(rng, 2, queries, 3, layout=layout), _leaf(rng, 2, keys, 3, layout=layout)
+    v = _leaf(rng, 2, keys, 2)
     mask = None
     if mask_kind == "bool":
         mask = _tensor(rng.random((queries, keys)) > 0.4)  # rows may be fully masked

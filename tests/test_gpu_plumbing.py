@@ -1,6 +1,7 @@
 """Where host and device meet: writes and updates across devices, loss and embedding
 arguments on the other device, out-of-range indices, dtypes the GPU libraries change,
-the GPU random state, the profiler's waiting for the GPU and the Numba kernel launch.
+sums into repeated indices that repeat bit for bit, the GPU random state, the profiler's
+waiting for the GPU and the Numba kernel launch.
 On the CuPy stand-in (MINIGRAD_FAKE_GPU=1) each of these fails the way it would on a
 real GPU when the code is wrong.
 """
@@ -59,7 +60,7 @@ def test_a_list_is_written_into_a_gpu_tensor():
     lambda dst, other: dst.masked_fill_(other > 1, 0.0),
 ], ids=["add_", "sub_", "mul_", "div_", "masked_fill_"])
 def test_in_place_updates_across_devices_raise_naming_both(update):
-    for destination, source in (("cpu", "gpu"), ("gpu", "cpu")):
+    for destination, source in (("cpu", "cuda:0"), ("cuda:0", "cpu")):
         dst, other = mg.ones(3, device=destination), mg.full((3,), 2.0, device=source)
         with pytest.raises(RuntimeError, match="same device") as info:
             update(dst, other)
@@ -74,7 +75,7 @@ def test_in_place_updates_across_devices_raise_naming_both(update):
     lambda x, t, w: F.nll_loss(x.log_softmax(-1), t, weight=w),
 ], ids=["cross_entropy", "nll_loss"])
 def test_loss_arguments_on_another_device_raise_naming_both(loss):
-    for on_input, on_other in (("cpu", "gpu"), ("gpu", "cpu")):
+    for on_input, on_other in (("cpu", "cuda:0"), ("cuda:0", "cpu")):
         x = mg.randn(4, 3, device=on_input)
         same_t, same_w = mg.tensor([0, 2, 1, 0], device=on_input), mg.ones(3, device=on_input)
         other_t, other_w = same_t.to(on_other), same_w.to(on_other)
@@ -90,7 +91,7 @@ def test_embedding_ids_on_another_device_raise_naming_both():
     weight = mg.randn(5, 2, device="gpu")
     with pytest.raises(RuntimeError, match="same device") as info:
         F.embedding(mg.tensor([1, 3]), weight)
-    assert "input on gpu" in str(info.value) and "ids on cpu" in str(info.value)
+    assert "input on cuda:0" in str(info.value) and "ids on cpu" in str(info.value)
 
 
 # ----------------------------------------------------------------------------- GPU library quirks
@@ -127,6 +128,80 @@ def test_float16_stays_float16_on_the_gpu(op):
     np.testing.assert_allclose(out.numpy(), expected, atol=2e-3)
     out.sum().backward()
     assert on_gpu.grad.dtype is mg.float16
+
+
+# ----------------------------------------------------------------------------- repeated indices
+
+
+def _order_sensitive(shape: tuple) -> np.ndarray:
+    """float32 gradients whose sums change with the order of addition: magnitudes from
+    1e-3 to 1e8 (2**24 + 1 already rounds back to 2**24)."""
+    rng = np.random.default_rng(3)
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 9, shape)).astype(np.float32)
+
+
+def _ids(count: int, high: int) -> np.ndarray:
+    """Ids of which the first few repeat often, as words do."""
+    return np.minimum(np.random.default_rng(4).geometric(0.3, count) - 1, high - 1)
+
+
+SUMS_INTO_REPEATED_INDICES = {
+    "embedding": (lambda w, ids: F.embedding(ids.reshape(16, 12), w), (6, 5), 192),
+    "getitem": (lambda w, ids: w[ids], (6, 5), 192),
+    "getitem_pairs": (lambda w, ids: w[ids, ids.flip(0)], (6, 5), 192),
+    "gather": (lambda w, ids: w.gather(0, ids.reshape(-1, 1).expand(-1, 5)), (6, 5), 192),
+    "index_select": (lambda w, ids: w.index_select(1, ids), (3, 6), 192),
+    "scatter_add": (lambda w, ids: mg.zeros(6, device=w.device).scatter_add(
+        0, ids, w.reshape(-1)[:192]), (48, 4), 192),
+}
+
+
+@requires_cuda
+@pytest.mark.parametrize("case", SUMS_INTO_REPEATED_INDICES)
+def test_gpu_sums_into_repeated_indices_repeat_bit_for_bit(case):
+    """Outputs and gradients that add up repeated positions (backward of a read at
+    integer positions, scatter_add's forward) come out with the same bits on every run
+    (CuPy's add.at would add in the order its atomics land; the stand-in shuffles it),
+    and agree with the CPU's within the rounding of a sum of that many terms."""
+    fn, shape, count = SUMS_INTO_REPEATED_INDICES[case]
+    ids = _ids(count, min(shape))
+    weight = _order_sensitive(shape)
+    upstream = _order_sensitive(tuple(fn(mg.tensor(weight), mg.tensor(ids)).shape))
+    results = []
+    for device in ("gpu", "gpu", "gpu", "cpu"):
+        w = mg.tensor(weight, device=device, requires_grad=True)
+        out = fn(w, mg.tensor(ids, device=device))
+        out.backward(mg.tensor(upstream, device=device))
+        results.append(np.concatenate([out.detach().numpy().ravel(), w.grad.numpy().ravel()]))
+    assert results[0].tobytes() == results[1].tobytes() == results[2].tobytes()
+    rounding = (np.abs(upstream).sum() + np.abs(weight).sum()) * count * np.finfo(np.float32).eps
+    np.testing.assert_allclose(results[0], results[3], rtol=0, atol=rounding)
+
+
+@pytest.fixture
+def deterministic_algorithms():
+    mg.use_deterministic_algorithms(True)
+    yield
+    mg.use_deterministic_algorithms(False)
+
+
+@requires_cuda
+@pytest.mark.usefixtures("deterministic_algorithms")
+def test_deterministic_mode_refuses_a_gpu_scatter_with_repeated_positions():
+    """Which of two values written to one position lands is up to CUDA: refused, or
+    warned about under warn_only; without repeats, or with a number, it runs."""
+    x, src = mg.zeros(4, device="gpu"), mg.tensor([1.0, 2.0, 3.0], device="gpu")
+    repeated, distinct = mg.tensor([1, 3, 1], device="gpu"), mg.tensor([1, 3, 0], device="gpu")
+    with pytest.raises(RuntimeError, match="scatter .*GPU.* repeats a position.*"
+                                           "use_deterministic_algorithms"):
+        x.scatter(0, repeated, src)
+    with pytest.raises(RuntimeError, match="deterministic"):
+        x.scatter_(0, repeated, src)
+    assert x.scatter(0, distinct, src).tolist() == [3.0, 1.0, 0.0, 2.0]
+    assert x.scatter(0, repeated, value=5.0).tolist() == [0.0, 5.0, 0.0, 5.0]
+    mg.use_deterministic_algorithms(True, warn_only=True)
+    with pytest.warns(UserWarning, match="scatter .*does not have a deterministic"):
+        assert x.scatter(0, repeated, src)[3].item() == 2.0
 
 
 # ----------------------------------------------------------------------------- random state

@@ -115,6 +115,17 @@ def test_target_padding_masks_keys_only():
     assert np.all(np.isfinite(padded))
 
 
+def test_a_target_key_marked_as_padding_gets_no_attention():
+    """Wherever it stands (here before real tokens, where the causal mask does not hide
+    it), the token at a position tgt_pad_mask marks changes no other position's logits."""
+    model = small_model()
+    src = tokens([[3, 4, 5]])
+    pad = mg.tensor([[False, True, False, False]], device=DEVICE)
+    first, second = (model(src, tokens([[BOS, token, 6, 7]]), tgt_pad_mask=pad).numpy()
+                     for token in (8, 9))
+    np.testing.assert_allclose(first[:, [0, 2, 3]], second[:, [0, 2, 3]], atol=1e-12)
+
+
 def test_gradcheck_tiny_model():
     """float64 gradients of every logit w.r.t. parameters from each kind of sub-layer."""
     mg.manual_seed(3)

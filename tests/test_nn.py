@@ -64,7 +64,7 @@ def test_state_dict_names_order_and_non_persistent_buffers():
     assert keys == ["scale", "running", "linear.weight", "linear.bias", "norm.weight",
                     "norm.bias"]
     value = block.state_dict()["linear.weight"]
-    assert not value.requires_grad and value.data is block.linear.weight.data
+    assert not value.requires_grad and value.array is block.linear.weight.array
 
 
 def test_shared_parameters_are_listed_once():

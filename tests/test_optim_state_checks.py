@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+from state_compare import assert_identical
 
 import minigrad as mg
 from minigrad import nn, optim
@@ -31,7 +32,7 @@ def test_own_state_dicts_load_back(make_optimizer):
     state = opt.state_dict()
     _, fresh = _trained(make_optimizer)
     fresh.load_state_dict(copy.deepcopy(state))
-    assert fresh.state_dict()["param_groups"] == state["param_groups"]
+    assert_identical(fresh.state_dict(), state)
 
 
 def test_a_schedulers_initial_lr_loads_into_an_optimizer_without_one():

@@ -187,6 +187,16 @@ def test_scaled_dot_product_attention_matches_torch(mask_kind):
         _close(ours.grad, theirs.grad, rtol=1e-6, atol=1e-9)
 
 
+def test_scaled_dot_product_attention_default_scale_is_torchs():
+    """Without scale=, the scores are divided by sqrt(E), E the queries' last dim."""
+    rng = np.random.default_rng(8)
+    q, q_t = _pair(rng.standard_normal((2, 4, 8)))
+    k, k_t = _pair(rng.standard_normal((2, 5, 8)))
+    v, v_t = _pair(rng.standard_normal((2, 5, 3)))
+    _close(F.scaled_dot_product_attention(q, k, v),
+           TF.scaled_dot_product_attention(q_t, k_t, v_t), rtol=1e-6, atol=1e-9)
+
+
 def test_clip_grad_norm_matches_torch():
     rng = np.random.default_rng(8)
     grads = [rng.standard_normal((3, 4)), rng.standard_normal(5)]

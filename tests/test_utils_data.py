@@ -198,6 +198,13 @@ def test_random_sampler_with_replacement_and_errors_match_torch():
             RandomSampler(range(4), **kwargs)
 
 
+def test_random_sampler_refuses_sizes_that_are_not_positive_ints():
+    for bad in (0, -1, 2.5, 3.0, True, "3"):
+        with pytest.raises(ValueError, match="RandomSampler: num_samples should be a positive "
+                                             f"integer value, but got num_samples={bad!r}"):
+            RandomSampler(range(4), num_samples=bad)
+
+
 def test_random_sampler_without_generator_follows_manual_seed():
     mg.manual_seed(11)
     first = list(RandomSampler(range(50)))
@@ -245,6 +252,14 @@ def test_distributed_sampler_shuffles_the_same_way_on_every_rank_per_epoch():
 def test_distributed_sampler_checks_its_arguments():
     with pytest.raises(ValueError, match=r"invalid rank 2, rank should be in the interval"):
         DistributedSampler(range(4), num_replicas=2, rank=2)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="num_replicas should be a positive integer value, "
+                                             f"but got num_replicas={bad!r}"):
+            DistributedSampler(range(4), num_replicas=bad, rank=0)
+    for bad in (-1, 1.0, True):
+        with pytest.raises(ValueError, match=rf"invalid rank {bad!r}, rank should be in the "
+                                             r"interval \[0, 2\]"):
+            DistributedSampler(range(4), num_replicas=3, rank=bad)
     with pytest.raises(RuntimeError, match="not been initialized"):
         DistributedSampler(range(4))
 
@@ -325,6 +340,35 @@ def test_dataloader_batches_an_iterable_dataset_like_torch():
         assert len(ours) == len(theirs)
 
 
+class _Stream:
+    """A seven-sample stream with a length, for minigrad's or torch's IterableDataset."""
+
+    def __iter__(self):
+        return iter(range(7))
+
+    def __len__(self):
+        return 7
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, "2"])
+def test_every_dataloader_refuses_a_batch_size_that_is_not_a_positive_int(bad):
+    """Map-style or stream, a batch size of 0 or -1 would make one batch of everything
+    (and len() divide by zero): PyTorch's ValueError instead."""
+    torch, data = torch_data()
+    streams = (type("Stream", (_Stream, IterableDataset), {})(),
+               type("Stream", (_Stream, data.IterableDataset), {})())
+    for ours, theirs in ((list(range(7)), list(range(7))), streams):
+        with pytest.raises(ValueError, match="DataLoader: batch_size should be a positive "
+                                             f"integer value, but got batch_size={bad!r}"):
+            DataLoader(ours, batch_size=bad)
+        with pytest.raises(ValueError, match="batch_size should be a positive integer"):
+            data.DataLoader(theirs, batch_size=bad)
+        with pytest.raises(ValueError, match="DataLoader: drop_last should be a boolean"):
+            DataLoader(ours, batch_size=2, drop_last=1)
+        with pytest.raises(ValueError, match="drop_last should be a boolean"):
+            data.DataLoader(theirs, batch_size=2, drop_last=1)
+
+
 def test_dataloader_rejects_what_torch_rejects():
     torch, data = torch_data()
     dataset = list(range(5))
@@ -342,7 +386,5 @@ def test_dataloader_rejects_what_torch_rejects():
             torch_kwargs["sampler"] = data.SequentialSampler(dataset)
         with pytest.raises(ValueError):
             data.DataLoader(dataset, **torch_kwargs)
-    with pytest.raises(ValueError, match="num_workers=2: minigrad loads batches in the calling"):
-        DataLoader(dataset, num_workers=2)
     with pytest.raises(ValueError, match="IterableDataset: expected unspecified shuffle"):
         DataLoader(IterableDataset(), shuffle=True)

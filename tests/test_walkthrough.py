@@ -8,8 +8,8 @@
 - The ```python blocks run in order, in one namespace, in a temporary folder; a ```text
   block right after one is what that block must print.
 - A block fenced ```python path:name is a quote of that source and must match it.
-- Every relative link and image points to an existing file.
-- The README links to the walk on its first screen, and the walk fits a 45-minute read.
+- The walk fits a 45-minute read, and its table of the core's files gives their line
+  counts. (tests/test_docs.py checks its links, and the README's link to it.)
 """
 from __future__ import annotations
 
@@ -274,39 +274,15 @@ def test_block_checks_catch_stray_and_unknown_blocks():
 
 
 # ----------------------------------------------------------------------------- links
-
-
-def heading_anchors(text: str) -> set[str]:
-    """GitHub's anchors for the doc's headings."""
-    anchors = set()
-    for heading in re.findall(r"^#+ (.+)$", prose_of(text, parse_blocks(text)), re.MULTILINE):
-        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
-        anchors.add(slug)
-    return anchors
-
-
-@pytest.mark.parametrize("target", sorted(set(LINK.findall(PROSE))))
-def test_links_and_images_point_to_existing_files(target):
-    if target.startswith(("http://", "https://", "mailto:")):
-        return
-    path, _, anchor = target.partition("#")
-    if path:
-        assert (DOC.parent / path).exists(), f"{DOC_NAME} links to {target}, which is missing"
-    else:
-        assert anchor in heading_anchors(TEXT), f"{DOC_NAME} links to #{anchor}: no heading"
+# (tests/test_docs.py checks every link and image of docs/, this page's included, and that
+# the README links here on its first screen)
 
 
 def test_the_walk_shows_its_graph_picture():
     assert "](walkthrough_graph.png)" in PROSE
 
 
-# ----------------------------------------------------------------------------- front door
-
-
-def test_readme_links_to_the_walk_on_its_first_screen():
-    readme = (ROOT / "README.md").read_text()
-    first_screen = readme.split("\n## ", 1)[0]  # everything before the first section
-    assert "(docs/walkthrough.md)" in first_screen
+# ----------------------------------------------------------------------------- reading time
 
 
 def test_the_walk_reads_in_under_45_minutes():
@@ -317,3 +293,15 @@ def test_the_walk_reads_in_under_45_minutes():
         f"{DOC_NAME}: {prose_words} words of prose and {code_lines} lines of code take about "
         f"{minutes:.0f} minutes to read; the walk is meant to take at most {READING_MINUTES}"
     )
+
+
+LINE_COUNT_ROW = re.compile(r"^\| `([\w./-]+\.py)` \| (\d+) \|", re.MULTILINE)
+
+
+def test_the_line_counts_of_the_core_are_the_files_own():
+    rows = LINE_COUNT_ROW.findall(TEXT)
+    assert len(rows) >= 8
+    wrong = [f"{path}: the doc says {count} lines, the file has {lines}"
+             for path, count in rows
+             if (lines := len((ROOT / path).read_text().splitlines())) != int(count)]
+    assert wrong == [], "; ".join(wrong)

@@ -7,13 +7,14 @@ been opened, created or truncated yet."""
 
 import argparse
 import os
-import sys
-import tempfile
 from collections.abc import Sequence
 from typing import NoReturn
 
+from train import cli
+from train.cli import flag
 from train.config import DEFAULTS, FIELD_RULES, GPU_DEFAULTS, Config, Rule
 from train.data import tokenize_french
+from train.interrupt import command_line, options_given
 from train.run_log import LOG_NAME
 
 # Config fields settable from the command line: --steps, --batch-size, ...
@@ -22,28 +23,33 @@ CONFIG_FIELDS = ("steps", "batch_size", "d_model", "layers", "heads", "ff", "dro
 _POSITIVE_INT = Rule(int, 1)
 
 
+PROGRAM = "toy_translate"
+
+
 def usage_error(message: str) -> NoReturn:
-    """Print one argparse-style line and exit with status 2."""
-    print(f"toy_translate: error: {message} (see --help)", file=sys.stderr)
-    raise SystemExit(2)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # argparse's own: usage lines, then this
-        usage_error(message)
-
-
-def flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
+    """One line on stderr, exit status 2 (see train/cli.py)."""
+    cli.usage_error(PROGRAM, message)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed and checked flags; `args.config` is the run's Config for a fresh run."""
-    parser = _Parser(
-        prog="python -m train.toy_translate",
+    args = _parser().parse_args(argv)
+    _check_combinations(args)
+    if args.save is None:
+        args.save = _default_save(args.out_dir)
+    return args
+
+
+def _default_save(out_dir: str) -> str:
+    return os.path.join(out_dir, "toy_translate.safetensors")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = cli.OneLineParser(
+        program=PROGRAM, prog="python -m train.toy_translate",
         description="Train a Transformer on toy French->English translation, or translate "
                     "with a trained one.")
-    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    cli.add_device_flag(parser)
     for field in CONFIG_FIELDS:
         cpu, gpu = getattr(DEFAULTS, field), getattr(GPU_DEFAULTS, field)
         parser.add_argument(flag(field), type=_checked(FIELD_RULES[field]), default=None,
@@ -61,6 +67,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                              "with it")
     parser.add_argument("--translate", metavar="TEXT", type=_french_text,
                         help="translate TEXT with a trained checkpoint instead of training")
+    parser.add_argument("--amp", action="store_true",
+                        help="mixed precision: float16 matrix products under mg.autocast, "
+                             "the loss scaled by mg.amp.GradScaler (on the CPU as correct as "
+                             "on the GPU, and as slow as NumPy's float16)")
+    parser.add_argument("--compile", action="store_true",
+                        help="train with the model's forward compiled by mg.compile (the "
+                             "same numbers, less Python per step)")
     parser.add_argument("--distributed", action="store_true",
                         help="be one rank of a data-parallel run started by mpiexec -n N "
                              "(global batch = N x --batch-size); rank 0 alone logs, "
@@ -68,11 +81,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--plot-attention", metavar="PNG",
                         help="save the encoder-decoder attention of the translated sentence "
                              "(\"je suis étudiant\" after training), one panel per head")
-    args = parser.parse_args(argv)
-    _check_combinations(args)
-    if args.save is None:
-        args.save = os.path.join(args.out_dir, "toy_translate.safetensors")
-    return args
+    return parser
+
+
+def resume_command(args: argparse.Namespace, steps: int, world_size: int | None) -> str:
+    """The command that continues this run from its checkpoint, args.save, to `steps`
+    steps (under `mpiexec -n world_size` for a distributed run): the hyperparameters come
+    from the checkpoint, the other flags given are repeated."""
+    repeated = options_given(args, _parser(), ("device", "out_dir", "beam_size",
+                                                "top_beams", "plot_attention", "compile"))
+    if args.save != _default_save(args.out_dir):
+        repeated["--save"] = args.save
+    launcher = ["mpiexec", "-n", str(world_size)] if world_size else []
+    return command_line(launcher, "train.toy_translate", {
+        "--distributed": bool(world_size), "--resume": args.save, "--steps": steps,
+        **repeated})
 
 
 def _checked(rule: Rule):
@@ -104,6 +127,9 @@ def _check_combinations(args: argparse.Namespace) -> None:
     if args.translate is not None and args.distributed:
         usage_error("argument --distributed: not allowed with --translate (translating "
                     "runs in one process)")
+    if args.translate is not None and args.amp:
+        usage_error("argument --amp: not allowed with --translate (translating runs in "
+                    "float32)")
     if args.translate is not None and given:
         usage_error(f"argument {flag(given[0])}: not allowed with --translate (translating "
                     "uses the checkpoint's model)")
@@ -123,9 +149,14 @@ def _check_combinations(args: argparse.Namespace) -> None:
         usage_error(str(exc))
 
 
-def check_resume_flags(args: argparse.Namespace, saved: Config, step: int) -> Config:
+def check_resume_flags(args: argparse.Namespace, saved: Config, step: int,
+                       amp: bool = False) -> Config:
     """The config of a resumed run: the checkpoint's, with --steps; a flag that would
-    change another hyperparameter is a usage error (the run would not be the same)."""
+    change another hyperparameter is a usage error (the run would not be the same). An
+    --amp run (`amp`) resumes as one; --amp cannot make a float32 run mixed."""
+    if args.amp and not amp:
+        usage_error("argument --amp: the checkpoint's run was trained in float32; a "
+                    "resumed run keeps its precision")
     for field in CONFIG_FIELDS:
         value = getattr(args, field)
         if field != "steps" and value is not None and value != getattr(saved, field):
@@ -141,35 +172,14 @@ def check_resume_flags(args: argparse.Namespace, saved: Config, step: int) -> Co
 def check_outputs(args: argparse.Namespace, training: bool) -> None:
     """Make sure every file the command will write can be written, before it starts."""
     if training:
-        _check_folder("--out-dir", args.out_dir)
+        cli.check_folder(PROGRAM, "--out-dir", args.out_dir)
         log_path = os.path.join(args.out_dir, LOG_NAME)
         if os.path.isdir(log_path):
             usage_error(f"argument --out-dir: {log_path} is a folder, not a log file")
-        _check_file("--save", args.save)
+        cli.check_file(PROGRAM, "--save", args.save)
     if args.plot_attention:
-        _check_file("--plot-attention", args.plot_attention)
+        cli.check_file(PROGRAM, "--plot-attention", args.plot_attention)
         _check_image_format(args.plot_attention)
-
-
-def _check_file(option: str, path: str) -> None:
-    if os.path.isdir(path):
-        usage_error(f"argument {option}: {path} is a folder, not a file")
-    _check_folder(option, os.path.dirname(os.path.abspath(path)))
-
-
-def _check_folder(option: str, folder: str) -> None:
-    """The folder, or the nearest part of its path that exists, must take a new file."""
-    existing = os.path.abspath(folder)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        usage_error(f"argument {option}: cannot create {folder}: {existing} is a file")
-    try:  # an unnamed file, gone when closed: os.access is wrong for root and NFS
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as exc:
-        usage_error(f"argument {option}: cannot write in {existing}: "
-                    f"{exc.strerror or exc}")
 
 
 def _check_image_format(path: str) -> None:

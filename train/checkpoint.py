@@ -27,6 +27,7 @@ from train.vocab import PAD_ID, Vocab
 MAX_POSITIONS = 5000
 _RUN_KEYS = {"model", "optimizer", "scheduler", "rng", "step", "losses", "val_losses",
              "config", "src_vocab", "tgt_vocab"}
+_AMP_KEY = "scaler"  # the GradScaler's state, in the checkpoint of an --amp run only
 _LAYER = re.compile(r"(encoder|decoder)\.layers\.(\d+)\.")
 
 
@@ -44,15 +45,17 @@ def build_model(config: Config, src_vocab: Vocab, tgt_vocab: Vocab, device: str)
 
 
 def new_train_state(config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
-                    device: str) -> TrainState:
-    """A fresh model (seeded by config.seed) with Adam(0.9, 0.98, 1e-9) under NoamLR."""
+                    device: str, amp: bool = False) -> TrainState:
+    """A fresh model (seeded by config.seed) with Adam(0.9, 0.98, 1e-9) under NoamLR; with
+    amp, a GradScaler for mixed-precision training (else a disabled one)."""
     mg.manual_seed(config.seed)
     model = build_model(config, src_vocab, tgt_vocab, device)
     # NoamLR replaces the optimizer's lr at every step, so its initial value is unused
     optimizer = optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = optim.lr_scheduler.NoamLR(optimizer, config.d_model, config.warmup,
                                           config.lr_factor)
-    return TrainState(model, optimizer, scheduler)
+    scaler = mg.amp.GradScaler(device, enabled=amp)
+    return TrainState(model, optimizer, scheduler, scaler=scaler)
 
 
 def save_run(path: str, state: TrainState, config: Config, src_vocab: Vocab,
@@ -72,6 +75,7 @@ def save_run(path: str, state: TrainState, config: Config, src_vocab: Vocab,
         "config": config.to_dict(),
         "src_vocab": src_vocab.to_dict(),
         "tgt_vocab": tgt_vocab.to_dict(),
+        **({_AMP_KEY: state.scaler.state_dict()} if state.scaler.is_enabled() else {}),
     }, path)
 
 
@@ -85,10 +89,12 @@ def load_run(path: str, device: str) -> tuple[TrainState, Config, Vocab, Vocab]:
         val_losses = _checked_val_losses(saved["val_losses"], step)
         _check_scheduler_matches(saved["scheduler"], config, step)
         mg.set_rng_state(saved["rng"])  # checks it now; set again once the model is built
-        state = new_train_state(config, src_vocab, tgt_vocab, device)
+        state = new_train_state(config, src_vocab, tgt_vocab, device, amp=_AMP_KEY in saved)
         _load_model_state(state.model, saved["model"])
         state.optimizer.load_state_dict(saved["optimizer"])
         state.scheduler.load_state_dict(saved["scheduler"])
+        if _AMP_KEY in saved:
+            _load_scaler_state(state.scaler, saved[_AMP_KEY])
         mg.set_rng_state(saved["rng"])
     state.step, state.losses, state.val_losses = step, losses, val_losses
     return state, config, src_vocab, tgt_vocab
@@ -119,10 +125,11 @@ def _naming(path: str) -> Iterator[None]:
 def _load_checked(path: str) -> dict:
     """mg.load (host copies: the model moves them to its device), then the run's keys."""
     saved = mg.load(path, map_location="cpu")
-    if not isinstance(saved, dict) or set(saved) != _RUN_KEYS:
+    if not isinstance(saved, dict) or set(saved) - {_AMP_KEY} != _RUN_KEYS:
         found = sorted(map(str, saved)) if isinstance(saved, dict) else type(saved).__name__
         raise ValueError(f"not a toy_translate checkpoint: expected the entries "
-                         f"{sorted(_RUN_KEYS)}, found {str(found)[:200]}")
+                         f"{sorted(_RUN_KEYS)} (and {_AMP_KEY!r} for an --amp run), found "
+                         f"{str(found)[:200]}")
     return saved
 
 
@@ -176,6 +183,13 @@ def _load_model_state(model, model_state: dict) -> None:
         model.load_state_dict(model_state)
     except RuntimeError as exc:  # names and shapes, one line per problem
         raise ValueError("model: " + "; ".join(str(exc).split("\n\t")[1:])) from None
+
+
+def _load_scaler_state(scaler, scaler_state) -> None:
+    if not isinstance(scaler_state, dict) or not scaler_state:
+        raise ValueError(f"scaler must be GradScaler.state_dict()'s entries, got "
+                         f"{str(scaler_state)[:60]}")
+    scaler.load_state_dict(scaler_state)  # ValueError for a bad entry
 
 
 def _checked_step(step) -> int:

@@ -3,12 +3,15 @@
     python -m train.digits                      # trains on the CPU, then checks the checkpoint
     python -m train.digits --compare-torch      # and the same model in PyTorch, timed beside it
     python -m train.digits --resume runs/digits.safetensors --epochs 40
+    python -m train.digits --compile            # the model's forward compiled (mg.compile)
 
 The model is two conv + max-pool blocks and a linear head, written once for both
 libraries (`build_model(mg)` and `build_model(torch)`); it trains with a DataLoader over a
 TensorDataset, Adam under a cosine learning-rate schedule and a checkpoint after every
 epoch, then reports its accuracy on held-out images it never trained on. The data ship
-with scikit-learn (`pip install 'minigrad[train]'`): nothing is downloaded.
+with scikit-learn (`pip install 'minigrad[train]'`): nothing is downloaded. Ctrl-C or
+SIGTERM ends training after the epoch in progress and its checkpoint (an epoch takes well
+under a second) and prints the command that resumes it.
 """
 # ruff: noqa: E402  (the thread setting below must come before NumPy is imported)
 
@@ -30,6 +33,15 @@ import minigrad.nn.functional as F
 from minigrad import optim
 from minigrad.optim.lr_scheduler import CosineAnnealingLR
 from minigrad.utils.data import DataLoader, TensorDataset
+from train import cli
+from train.interrupt import (
+    Interrupted,
+    StopSignals,
+    command_line,
+    exit_status,
+    options_given,
+    signal_name,
+)
 
 IMAGE_SIZE = 8
 CLASSES = 10
@@ -51,6 +63,7 @@ class RunResult:
     framework: str
     seconds: float  # training loop only: batches, steps and the schedule
     accuracy: float  # on the held-out images
+    epochs_done: int  # in all, counting those of the run it resumed
 
 
 def build_model(library):
@@ -80,8 +93,29 @@ def load_data(test_fraction: float, seed: int) -> Digits:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m train.digits",
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.epochs < 1 or args.batch_size < 1 or args.torch_threads < 1 or args.lr <= 0:
+        parser.error("--epochs, --batch-size and --torch-threads must be at least 1, --lr "
+                     "positive")
+    if not 0 < args.test_fraction < 1:
+        parser.error(f"--test-fraction must be between 0 and 1, got {args.test_fraction}")
+    args.save = args.save or _default_save(args.out_dir)
+    cli.check_folder(PROGRAM, "--out-dir", args.out_dir)
+    cli.check_file(PROGRAM, "--save", args.save)
+    return args
+
+
+PROGRAM = "digits"
+
+
+def _default_save(out_dir: str) -> str:
+    return os.path.join(out_dir, "digits.safetensors")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = cli.OneLineParser(
+        program=PROGRAM, prog="python -m train.digits",
         description="Train a small CNN on scikit-learn's 8x8 digits and report its accuracy "
                     "on held-out images.")
     parser.add_argument("--epochs", type=int, default=30, help="epochs in all (default 30)")
@@ -91,40 +125,66 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--test-fraction", type=float, default=0.2,
                         help="share of the images held out (default 0.2: 359 images)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    cli.add_device_flag(parser)
     parser.add_argument("--out-dir", default="runs", help="where the checkpoint goes")
     parser.add_argument("--save", metavar="PATH",
                         help="checkpoint to write (default OUT_DIR/digits.safetensors)")
     parser.add_argument("--resume", metavar="PATH",
                         help="continue this checkpoint's run up to --epochs epochs")
+    parser.add_argument("--compile", action="store_true",
+                        help="train with the model's forward compiled by mg.compile (the "
+                             "same numbers, less Python per step)")
     parser.add_argument("--compare-torch", action="store_true",
                         help="then train the same model (same initial weights) in PyTorch "
                              "and print both times and accuracies")
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="PyTorch's intra-op threads for --compare-torch (default 1, as "
                              "minigrad's OpenBLAS here)")
-    args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 1 or args.torch_threads < 1 or args.lr <= 0:
-        parser.error("--epochs, --batch-size and --torch-threads must be at least 1, --lr "
-                     "positive")
-    if not 0 < args.test_fraction < 1:
-        parser.error(f"--test-fraction must be between 0 and 1, got {args.test_fraction}")
-    return args
+    return parser
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues this run from its checkpoint, args.save, to
+    args.epochs epochs, with the other flags given."""
+    repeated = options_given(args, _parser(), ("batch_size", "lr", "test_fraction", "seed",
+                                                "device", "out_dir", "compile",
+                                                "compare_torch", "torch_threads"))
+    if args.save != _default_save(args.out_dir):
+        repeated["--save"] = args.save
+    return command_line([], "train.digits",
+                        {"--resume": args.save, "--epochs": args.epochs, **repeated})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit status."""
+    """Run the command; returns the exit status: 0, 1 for a checkpoint that cannot be
+    resumed, 2 for a missing requirement, 128 + the signal's number when SIGINT (130) or
+    SIGTERM (143) stopped it. The first signal during training ends it after the epoch in
+    progress, whose checkpoint is then saved; any other stops at once (checkpoints are
+    written atomically, so the last one stays whole)."""
     args = parse_args(argv)
     problem = _missing_requirement(args)
     if problem:
         print(f"digits: {problem}", file=sys.stderr)
         return 2
-    args.save = args.save or os.path.join(args.out_dir, "digits.safetensors")
+    with StopSignals() as stop:
+        try:
+            return train_command(args, stop)
+        except Interrupted as exc:
+            print(f"digits: stopped at once by {signal_name(exc.signal_number)}; {args.save} "
+                  "is as it was", file=sys.stderr)
+            return exit_status(exc.signal_number)
+
+
+def train_command(args: argparse.Namespace, stop: StopSignals) -> int:
+    """Train (or resume), reload the checkpoint and score it, and with --compare-torch
+    train PyTorch's twin; a signal `stop` recorded ends training after its epoch."""
     data = load_data(args.test_fraction, args.seed)
     print(f"{len(data.train_labels)} training and {len(data.test_labels)} held-out images "
           f"of {IMAGE_SIZE}x{IMAGE_SIZE} pixels")
     mg.manual_seed(args.seed)
     model = build_model(mg).to(args.device)
+    if args.compile:  # in place, so that checkpoints keep the model's own names
+        model.forward = mg.compile(model.forward)
     initial_weights = {name: t.numpy().copy() for name, t in model.state_dict().items()}
     optimizer = optim.Adam(model.parameters(), lr=args.lr)
     scheduler = CosineAnnealingLR(optimizer, T_max=args.epochs)
@@ -135,9 +195,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, KeyError, RuntimeError, ValueError) as exc:
             print(f"digits: cannot resume from {args.resume}: {exc}", file=sys.stderr)
             return 1
-    result = train(model, optimizer, scheduler, data, args, first_epoch)
-    print(f"trained {args.epochs - first_epoch} epochs in {result.seconds:.1f} s; held-out "
-          f"accuracy {result.accuracy:.2%}")
+    with stop.deferred():
+        result = train(model, optimizer, scheduler, data, args, first_epoch, stop)
+    print(f"trained {result.epochs_done - first_epoch} epochs in {result.seconds:.1f} s; "
+          f"held-out accuracy {result.accuracy:.2%}")
+    if stop.requested:
+        print(f"digits: stopped by {signal_name(stop.requested)} after epoch "
+              f"{result.epochs_done} of {args.epochs}; saved to {args.save}; resume with: "
+              f"{resume_command(args)}", file=sys.stderr)
+        return exit_status(stop.requested)
     reloaded = build_model(mg).to(args.device)
     reloaded.load_state_dict(mg.load(args.save)["model"])
     print(f"checkpoint {args.save} reloaded: held-out accuracy "
@@ -162,19 +228,21 @@ def _missing_requirement(args: argparse.Namespace) -> str:
         except ImportError:
             return "--compare-torch needs PyTorch: pip install torch"
     if args.device == "gpu" and not mg.cuda.is_available():
-        return f"--device gpu needs a CUDA GPU: {mg.cuda.unavailable_reason()}"
+        return f"--device cuda needs a CUDA GPU: {mg.cuda.unavailable_reason()}"
     if args.resume and not os.path.exists(args.resume):
         return f"no checkpoint at {args.resume}"
     return ""
 
 
 def train(model, optimizer, scheduler, data: Digits, args: argparse.Namespace,
-          first_epoch: int) -> RunResult:
+          first_epoch: int, stop: StopSignals) -> RunResult:
     """Epochs first_epoch..args.epochs-1: a pass over the shuffled training images (an
     order seeded per epoch, so a resumed run sees the batches an unbroken one would), a
-    schedule step, the held-out accuracy and a checkpoint."""
+    schedule step, the held-out accuracy and a checkpoint. A signal `stop` recorded ends
+    the run after the checkpoint of the epoch it came in."""
     dataset = TensorDataset(mg.tensor(data.train_images), mg.tensor(data.train_labels))
     seconds = 0.0
+    epochs_done = first_epoch
     for epoch in range(first_epoch, args.epochs):
         started = time.perf_counter()
         loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True,
@@ -194,8 +262,12 @@ def train(model, optimizer, scheduler, data: Digits, args: argparse.Namespace,
         print(f"epoch {epoch + 1:3d}/{args.epochs}  lr {learning_rate:.5f}  "
               f"loss {np.mean(losses):.4f}  held-out accuracy {held_out:.2%}")
         save_checkpoint(args.save, model, optimizer, scheduler, epoch + 1)
+        epochs_done = epoch + 1
+        if stop.requested:
+            break
     return RunResult(f"minigrad {mg.__version__}", seconds,
-                     accuracy(model, data.test_images, data.test_labels, args.device))
+                     accuracy(model, data.test_images, data.test_labels, args.device),
+                     epochs_done)
 
 
 def accuracy(model, images: np.ndarray, labels: np.ndarray, device: str) -> float:
@@ -254,7 +326,7 @@ def train_torch(initial_weights: dict, data: Digits, args: argparse.Namespace) -
     threads = torch.get_num_threads()
     name = (f"PyTorch {torch.__version__.split('+')[0]} ({threads} thread"
             f"{'s' if threads > 1 else ''})")
-    return RunResult(name, seconds, float(np.mean(predicted == data.test_labels)))
+    return RunResult(name, seconds, float(np.mean(predicted == data.test_labels)), args.epochs)
 
 
 def print_table(results: list[RunResult]) -> None:

@@ -5,17 +5,28 @@ Every rank builds the same model and walks the one-process batch stream with a g
 batch of batch_size x N pairs, of which it takes every N-th pair, starting at its rank (a
 global batch shorter than a multiple of N is padded by repeating its first pairs, as
 DistributedSampler pads an epoch). DistributedDataParallel averages the gradients, so
-every rank takes the same optimizer step on the same learning-rate schedule. Rank 0 alone
-prints, shows the progress bar, evaluates, logs and writes files; the other ranks'
-standard output is silenced. Dropout: rank 0 continues the run's generator (the one the
+every rank takes the same optimizer step on the same learning-rate schedule. Every rank
+measures its share of the validation loss; rank 0 alone prints, shows the progress bar,
+logs, scores the test set and writes files; the other ranks' standard output is
+silenced. Dropout: rank 0 continues the run's generator (the one the
 checkpoint saves); rank r > 0 reseeds from (seed, rank, step) before each step, so that a
 resumed run repeats an uninterrupted one on every rank.
+
+An error must end the whole job: a rank that stopped alone would leave the others waiting
+for it in their next collective forever. So what can fail is decided by all ranks
+together where they can meet: the set-up runs on every rank and they agree on its outcome
+(`settle`), and in the training loop the losses and stop requests are compared across
+ranks (train/loop.py). Any other error is one rank's: it prints its line and ends every
+rank with MPI_Abort (`abort`).
 """
 import argparse
+import contextlib
+import io
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NoReturn, TypeVar
 
 import numpy as np
 
@@ -54,6 +65,25 @@ class RankShard:
                 mg.manual_seed(dropout_seed(seed, self.rank, step))
             rows = share_of_rows(len(src), self.rank, self.world_size)
             yield without_padding_columns(src[rows]), without_padding_columns(tgt[rows])
+
+    def gather(self, value: float) -> list[float]:
+        """Every rank's `value`, in rank order."""
+        mine = mg.tensor([value], dtype=mg.float64)
+        everyone = [mg.zeros(1, dtype=mg.float64) for _ in range(self.world_size)]
+        dist.all_gather(everyone, mine)
+        return [tensor.item() for tensor in everyone]
+
+    def largest(self, value: int) -> int:
+        """The largest of the ranks' `value`s."""
+        agreed = mg.tensor([value], dtype=mg.int64)
+        dist.all_reduce(agreed, op=dist.ReduceOp.MAX)
+        return int(agreed.item())
+
+    def sum_over_ranks(self, values: Sequence[float]) -> list[float]:
+        """The elementwise sums of the ranks' `values` (float64)."""
+        total = mg.tensor(list(values), dtype=mg.float64)
+        dist.all_reduce(total)
+        return total.tolist()
 
 
 def share_of_rows(rows: int, rank: int, world_size: int) -> np.ndarray:
@@ -101,3 +131,61 @@ class FlagMismatch(ValueError):
     def __init__(self, message: str, shard: RankShard):
         super().__init__(message)
         self.shard = shard
+
+
+class RankFailed(Exception):
+    """A part of the run that every rank ran failed on at least one of them (raised on
+    every rank): `status` is the exit status of the first rank that failed, `text` what it
+    has to say (empty when it was rank 0, which printed its own)."""
+
+    def __init__(self, status: int, text: str):
+        super().__init__(text)
+        self.status, self.text = status, text
+
+
+Part = TypeVar("Part")
+
+
+def settle(shard: RankShard | None, part: Callable[[], Part],
+           describe: Callable[[BaseException], tuple[int, str | None]]) -> Part:
+    """Run `part` on every rank and return its value, or raise RankFailed on every rank
+    when it failed on any. `describe(exc)` gives an error's exit status and line (None if
+    it was printed already), or raises it again when it is a bug (whose traceback then
+    aborts the job). Ranks other than 0 print nothing meanwhile: what they would print
+    is shown by rank 0 if they fail first, so that a failure of every rank is one line.
+    Without `shard` (one process) this is part()."""
+    if shard is None:
+        return part()
+    captured = io.StringIO()
+    quiet = contextlib.nullcontext() if shard.is_main else contextlib.redirect_stderr(captured)
+    value, outcome = None, None
+    try:
+        with quiet:
+            value = part()
+    except BaseException as exc:
+        status, line = describe(exc)
+        shown = captured.getvalue() + (f"{line}\n" if line else "")
+        if shard.is_main:
+            sys.stderr.write(shown)
+            shown = ""
+        outcome = (status, shown)
+    else:
+        sys.stderr.write(captured.getvalue())  # warnings and the like, as they came
+    outcomes = [None] * shard.world_size
+    dist.all_gather_object(outcomes, outcome)
+    failed = [outcome for outcome in outcomes if outcome is not None]
+    if failed:
+        raise RankFailed(*failed[0])
+    return value
+
+
+def abort(status: int) -> NoReturn:
+    """End every rank of the job now with `status` (MPI_Abort on the group's MPI
+    communicator, COMM_WORLD): the way out for an error on one rank while the others may
+    be waiting for it in a collective."""
+    from mpi4py import MPI  # only a distributed run gets here, and it has mpi4py
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    MPI.COMM_WORLD.Abort(status)
+    raise SystemExit(status)  # not reached: Abort ends this process too

@@ -10,11 +10,12 @@ LOG_NAME = "toy_translate_log.jsonl"
 
 
 class RunLog:
-    """OUT_DIR/toy_translate_log.jsonl. A fresh run empties it; a resumed run first drops
-    what was logged after the checkpoint's step, so that no step appears twice."""
+    """OUT_DIR/name (toy_translate_log.jsonl by default). A fresh run empties it; a
+    resumed run first drops what was logged after the checkpoint's step, so that no step
+    appears twice."""
 
-    def __init__(self, out_dir: str) -> None:
-        self.path = os.path.join(out_dir, LOG_NAME)
+    def __init__(self, out_dir: str, name: str = LOG_NAME) -> None:
+        self.path = os.path.join(out_dir, name)
 
     def start_fresh(self) -> None:
         open(self.path, "w").close()

@@ -4,6 +4,8 @@
     python -m train.toy_translate --device gpu           # a larger model on the GPU
     python -m train.toy_translate --translate "je suis étudiant"
     python -m train.toy_translate --resume runs/toy_translate.safetensors --steps 4000
+    python -m train.toy_translate --device gpu --amp     # mixed precision (float16)
+    python -m train.toy_translate --compile              # the model's forward compiled
 
 A run logs every step's loss and learning rate (and the validation loss now and then)
 as JSON lines in OUT_DIR/toy_translate_log.jsonl, then reports greedy exact match and
@@ -11,9 +13,14 @@ corpus BLEU on the unseen test sentences, prints beam-search translations, and s
 checkpoint and the loss curve. `--resume` continues a saved run exactly: the same losses
 as a run that was never interrupted.
 
+Ctrl-C (SIGINT) or SIGTERM ends training after the step in progress: the run is saved
+there, a line says where and the command that resumes it, and the exit status is 130 or
+143; a second signal stops at once, leaving the previous checkpoint whole.
+
 Bad input is one line on stderr, never a traceback: a bad flag exits with status 2
 before any file is touched (train/arguments.py); a bad checkpoint, text the model cannot
-take or a loss that turns NaN exits with status 1.
+take or a loss that turns NaN exits with status 1. Under --distributed an error on any
+rank ends every rank (train/distributed.py).
 """
 # ruff: noqa: E402  (the thread setting below must come before NumPy is imported)
 
@@ -27,10 +34,11 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import minigrad as mg
 from train import distributed
-from train.arguments import check_outputs, check_resume_flags, parse_args
+from train.arguments import check_outputs, check_resume_flags, parse_args, resume_command
 from train.checkpoint import (
     CheckpointError,
     load_model,
@@ -38,9 +46,10 @@ from train.checkpoint import (
     new_train_state,
     save_run,
 )
-from train.config import DEFAULTS, GPU_DEFAULTS
+from train.config import DEFAULTS, GPU_DEFAULTS, Config
 from train.data import SEED_PAIRS, ToyTranslationData, make_dataset, tokenize_french
 from train.evaluate import beam_translations, max_source_words, score_test_set
+from train.interrupt import Interrupted, StopSignals, exit_status, signal_name
 from train.lexicon import FIXED_PHRASES
 from train.loop import IdPair, LossNotFinite, TrainState, train
 from train.plots import cross_attention, plot_attention, plot_loss_curve
@@ -56,31 +65,74 @@ SHOWN_TEST_SENTENCES = 3  # test sentences translated with beams at the end of a
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status: 0, 1 when it could not be done (a bad
     checkpoint, input the model cannot take, a diverged run, a full disk), 2 for a bad
-    command line (checked before anything is touched)."""
+    command line (checked before anything is touched), 128 + the signal's number when
+    SIGINT (130) or SIGTERM (143) stopped it.
+
+    In a distributed run an error ends every rank: the ranks agree on errors they can
+    meet at, and any other one prints its line on its rank and aborts the job."""
     args = parse_args(argv)
     if args.device == "gpu" and not mg.cuda.is_available():
-        print(f"toy_translate: --device gpu needs a CUDA GPU: {mg.cuda.unavailable_reason()}",
+        print(f"toy_translate: --device cuda needs a CUDA GPU: {mg.cuda.unavailable_reason()}",
               file=sys.stderr)
         return 2
-    try:
-        if args.translate is not None:
-            return translate_command(args)
-        shard = None
-        if args.distributed:
-            try:
+    shard = None
+    with StopSignals() as stop:
+        try:
+            if args.translate is not None:
+                return translate_command(args)
+            if args.distributed:
                 shard = distributed.join(args)
-            except distributed.FlagMismatch as exc:
-                if exc.shard.is_main:  # one line for the job, not one per rank
-                    print(f"toy_translate: {exc}", file=sys.stderr)
-                return 2
-        return train_command(args, shard)
-    except CheckpointError as exc:
-        return fail(str(exc))
-    except MemoryError as exc:
-        return fail(f"out of memory: {exc}")
-    except OSError as exc:  # the disk filled up, a folder went away...
+            return train_command(args, stop, shard)
+        except BaseException as exc:
+            if isinstance(exc, distributed.FlagMismatch):
+                shard = exc.shard
+            status, line = _status_and_line(exc, args, shard)
+            if shard is None or isinstance(exc, _AGREED_FAILURES):
+                if line and (shard is None or shard.is_main):  # one line for the job
+                    print(line, file=sys.stderr)
+                return status
+            if line:  # on a line of its own: rank 0's progress bar may be mid-line
+                print(("" if shard.is_main else "\n") + line, file=sys.stderr)
+            distributed.abort(status)  # the other ranks may be waiting for this one
+
+
+# raised on every rank of a distributed run at the same point, so every rank can return
+_AGREED_FAILURES = (distributed.FlagMismatch, distributed.RankFailed, LossNotFinite)
+
+
+def _status_and_line(exc: BaseException, args: argparse.Namespace,
+                     shard) -> tuple[int, str | None]:
+    """The exit status and the line to print (None when it was printed already) for an
+    error the command expects; any other exception is a bug and is raised again."""
+    if isinstance(exc, distributed.RankFailed):
+        return exc.status, exc.text.rstrip("\n") or None
+    if isinstance(exc, SystemExit):  # a usage error: argparse or usage_error printed it
+        return exc.code, None
+    if isinstance(exc, distributed.FlagMismatch):
+        return 2, f"toy_translate: {exc}"
+    if isinstance(exc, Interrupted):
+        message = f"stopped at once by {signal_name(exc.signal_number)}"
+        if args.translate is None:
+            message += f"; {args.save} is as it was"
+        return exit_status(exc.signal_number), _line(message, shard)
+    if isinstance(exc, LossNotFinite):
+        return 1, _line(f"{exc}: training stopped and nothing was saved ({args.save} is as "
+                        "it was); a smaller --lr-factor or a longer --warmup may help", shard)
+    if isinstance(exc, CheckpointError):
+        return 1, _line(str(exc), shard)
+    if isinstance(exc, MemoryError):
+        return 1, _line(f"out of memory: {exc}", shard)
+    if isinstance(exc, OSError):  # the disk filled up, a folder went away...
         where = f"{exc.filename}: " if exc.filename else ""
-        return fail(f"{where}{exc.strerror or exc}")
+        return 1, _line(f"{where}{exc.strerror or exc}", shard)
+    raise exc
+
+
+def _line(message: str, shard) -> str:
+    """The command's one line for `message`; in a distributed run a rank other than 0
+    names itself."""
+    rank = f"rank {shard.rank}: " if shard is not None and not shard.is_main else ""
+    return f"toy_translate: {rank}{message}"
 
 
 def fail(message: str) -> int:
@@ -89,51 +141,89 @@ def fail(message: str) -> int:
     return 1
 
 
-def train_command(args: argparse.Namespace, shard=None) -> int:
-    """Train (or resume), save, then evaluate on the test set and show translations. In a
-    data-parallel run (`shard`, see train/distributed.py) rank 0 alone writes files and
-    reports; every rank trains."""
-    main_rank = shard is None or shard.is_main
+@dataclass
+class PreparedRun:
+    """What training starts from: the state (fresh or resumed), its config, the data and,
+    on the rank that writes files, the log."""
+
+    state: TrainState
+    config: Config
+    data: ToyTranslationData
+    log: RunLog | None
+
+
+def prepare_run(args: argparse.Namespace, main_rank: bool) -> PreparedRun:
+    """Check everything, then set up the run; only then, and only on `main_rank`, is a
+    file written (the log)."""
     state = None
     if args.resume:
         state, saved_config, src_vocab, tgt_vocab = load_run(args.resume, args.device)
-        config = check_resume_flags(args, saved_config, state.step)
+        config = check_resume_flags(args, saved_config, state.step,
+                                    amp=state.scaler.is_enabled())
     else:
         config = args.config
     if main_rank:
         check_outputs(args, training=True)
     data = make_dataset(seed=config.seed, n_train=config.train_size)
     if state is not None and (src_vocab, tgt_vocab) != (data.src_vocab, data.tgt_vocab):
-        return fail(f"{args.resume} was trained on other vocabularies than this data set's")
+        raise CheckpointError(f"{args.resume} was trained on other vocabularies than this "
+                              "data set's")
     # everything is checked: from here on, files are written (by rank 0 alone)
     log = None
     if main_rank:
         os.makedirs(args.out_dir, exist_ok=True)
         log = RunLog(args.out_dir)
     if state is None:
-        state = new_train_state(config, data.src_vocab, data.tgt_vocab, args.device)
+        state = new_train_state(config, data.src_vocab, data.tgt_vocab, args.device,
+                                amp=args.amp)
         if log is not None:
             log.start_fresh()
     elif log is not None and (dropped := log.keep_until(state.step)):
         print(f"{log.path}: dropped {dropped} lines logged after step {state.step}, the "
               "checkpoint's")
+    return PreparedRun(state, config, data, log)
+
+
+def train_command(args: argparse.Namespace, stop: StopSignals, shard=None) -> int:
+    """Train (or resume), save, then evaluate on the test set and show translations. In a
+    data-parallel run (`shard`, see train/distributed.py) rank 0 alone writes files and
+    reports; every rank trains.
+
+    A signal (see train/interrupt.py) ends training after the step it came in; the run is
+    saved there and the command says how to resume it."""
+    main_rank = shard is None or shard.is_main
+    run = distributed.settle(shard, lambda: prepare_run(args, main_rank),
+                             lambda exc: _status_and_line(exc, args, shard))
+    state, config, data = run.state, run.config, run.data
+    if args.compile:  # in place, so that checkpoints keep the model's own names
+        state.model.forward = mg.compile(state.model.forward)
     print(f"{len(data.train)} training pairs, vocabularies {len(data.src_vocab)} French / "
           f"{len(data.tgt_vocab)} English; {config}")
     started = time.perf_counter()
-    try:
-        train(state, training_pairs(data), data.encode(data.val), steps=config.steps,
-              batch_size=config.batch_size, seed=config.seed,
-              label_smoothing=config.label_smoothing, device=args.device,
-              eval_every=config.eval_every, log=log.append if log else None, shard=shard)
-    except LossNotFinite as exc:
-        return fail(f"{exc}: training stopped and nothing was saved ({args.save} is as it "
-                    "was); a smaller --lr-factor or a longer --warmup may help")
-    if not main_rank:
-        return 0
-    print(f"trained to step {state.step} in {time.perf_counter() - started:.0f} s")
-    save_run(args.save, state, config, data.src_vocab, data.tgt_vocab)
+    with stop.deferred():
+        stopped_by = train(
+            state, training_pairs(data), data.encode(data.val), steps=config.steps,
+            batch_size=config.batch_size, seed=config.seed,
+            label_smoothing=config.label_smoothing, device=args.device,
+            eval_every=config.eval_every, log=run.log.append if run.log else None,
+            shard=shard, stop=stop)
+        if not main_rank:
+            return exit_status(stopped_by) if stopped_by else 0
+        print(f"trained to step {state.step} in {time.perf_counter() - started:.0f} s")
+        save_run(args.save, state, config, data.src_vocab, data.tgt_vocab)
+    if stopped_by:
+        world_size = None if shard is None else shard.world_size
+        print(f"toy_translate: stopped by {signal_name(stopped_by)} at step {state.step} of "
+              f"{config.steps}; saved to {args.save}; resume with: "
+              f"{resume_command(args, config.steps, world_size)}", file=sys.stderr)
+        return exit_status(stopped_by)
     print(f"checkpoint saved to {args.save}")
-    report(args, state, data, log)
+    try:
+        report(args, state, data, run.log)
+    except Interrupted as exc:
+        print(f"toy_translate: stopped by {signal_name(exc.signal_number)} while reporting; "
+              f"the trained run is saved in {args.save}", file=sys.stderr)
+        return exit_status(exc.signal_number)
     return 0
 
 

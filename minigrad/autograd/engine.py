@@ -1,302 +1,228 @@
 """The backward engine: walks the graph from the outputs back to the leaves.
 
-`run_backward` counts, for every node reachable from the roots, how many consumers it has,
-then visits the nodes in topological order (Kahn's algorithm: a node runs once all its
-consumers have sent their gradient; no recursion, so a 20,000-op chain is fine). At each
-node it calls the op's backward rule, reduces every gradient to its input's shape (the one
-place where broadcasting is undone) and passes it on. A leaf's gradient is summed over all
-paths and accumulated into `.grad` as soon as its last path is done. Unless
-`retain_graph=True`, every node drops what it holds of the forward pass right after its
-backward ran. `backward` and `grad` are the public entry points (Tensor.backward and
-mg.autograd.grad).
+`run_backward` first counts, for every node reachable from the roots through
+`next_functions`, how many edges lead into it (its dependencies). Then it runs the nodes in
+topological order (Kahn's algorithm): a node runs once every node that sends it a gradient
+has run; there is no recursion, so a 20,000-op chain is fine. Gradients sent to a node are
+summed in one place, its buffer. Running a node means:
+
+1. the hooks of the tensor the node made run on the summed gradient, and a tensor that
+   asked for retain_grad() keeps it as .grad;
+2. `node.backward(grad)` gives one gradient per entry of `next_functions`;
+3. each is fitted to the shape and dtype of the tensor its receiving node made (the one
+   place where broadcasting is undone) and added to that node's buffer.
+
+The AccumulateGrad nodes at the leaves run the same way; theirs is the step that adds into
+`.grad`. Unless `retain_graph=True`, every node releases what it saved right after it ran.
+`backward` and `grad` are the public entry points (Tensor.backward and mg.autograd.grad).
 """
 from __future__ import annotations
 
-import weakref
-
-from minigrad.autograd.function import INSTRUMENTS, Function
+from minigrad import dtypes
+from minigrad.autograd.accumulate_grad import AccumulateGrad
+from minigrad.autograd.function import freed_graph_error, gradient_edge
 from minigrad.autograd.grad_mode import MODES
+from minigrad.autograd.node import Node
+from minigrad.autograd.unrecorded import copy_gradient, sum_gradients
 from minigrad.tensor_base import TensorBase
-
-
-class _Walk:
-    """The state of one backward pass that the leaves need (the nodes' state lives in
-    run_backward's locals).
-
-    leaf_grads:  leaf -> its summed gradient, until the leaf's paths are done
-    leaf_paths:  leaf -> how many paths into the leaf are not done yet
-    owned:       ids of the arrays (memory buffers) that a leaf's .grad must not share: the
-                 caller's gradients and those already given to another leaf
-    capture:     for mg.autograd.grad: id(tensor) -> its gradient; then no .grad changes
-
-    (Tensors are dict keys by identity: Tensor.__hash__ is object's.)
-    """
-
-    __slots__ = ("leaf_grads", "leaf_paths", "owned", "capture")
-
-    def __init__(self, leaf_paths: dict, root_grads, capture):
-        self.leaf_grads: dict[TensorBase, TensorBase] = {}
-        self.leaf_paths = leaf_paths
-        self.owned = set()
-        for g in root_grads:
-            base = g.data.base
-            self.owned.add(id(g.data if base is None else base))
-        self.capture = capture
 
 
 def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bool = False,
                  capture: dict | None = None) -> None:
     """Backpropagate `root_grads` from `roots` through the graph (see the module doc).
 
-    grads maps a node to the sum of the gradients its consumers have sent so far, and
-    consumers to how many of them have not sent theirs yet; a node whose count reaches 0
-    is ready, and runs."""
-    consumers, leaf_paths = _count_consumers(roots)
-    walk = _Walk(leaf_paths, root_grads, capture)
-    grads: dict[Function, TensorBase] = {}
-    # under the profiler or detect_anomaly (which checks every gradient for NaN), each
-    # backward rule runs through _instrumented_backward
-    instrumented = INSTRUMENTS.profiler is not None or MODES.anomaly
+    capture: for grad(), a dict whose keys are nodes; the gradient that reaches each is
+    stored as its value instead of flowing on, and only the nodes that lead to them run
+    (so no .grad changes)."""
+    buffers: dict[Node, TensorBase] = {}  # per node, the sum of the gradients sent to it
+    # the memory of every gradient given away so far: a leaf's new .grad must share it
+    # neither with the caller's gradients nor with another leaf's .grad
+    given_away = set()
+    for root, grad in zip(roots, root_grads):
+        node = gradient_edge(root)[0]
+        buffers[node] = grad if node not in buffers else sum_gradients(buffers[node], grad)
+        given_away.add(_memory_of(grad.array))
+    root_nodes = list(buffers)
+    dependencies = _count_dependencies(root_nodes)
+    needed = None if capture is None else _nodes_leading_to(capture, root_nodes, dependencies)
+    ready = [node for node in root_nodes if dependencies[node] == 0]
     previous_mode = MODES.grad_enabled
     MODES.grad_enabled = create_graph  # record the gradient's own graph only if asked
     try:
-        ready = []
-        for root, grad in zip(roots, root_grads):
-            node = root.grad_fn
-            if node is None:
-                _send_to_leaf(walk, root, grad)
-                continue
-            previous = grads.get(node)
-            grads[node] = grad if previous is None else _sum(previous, grad)
-            if consumers[node] == 0 and node not in ready:
-                ready.append(node)
         while ready:
             node = ready.pop()
-            grad = grads.pop(node, None)
-            if grad is None:  # no gradient reached this node: it only releases its inputs
-                input_grads = (None,) * len(node.inputs)
-            else:
-                if node._hooks is not None or node._retained is not None:
-                    grad = _run_output_hooks(node, grad, capture)
-                if instrumented:
-                    input_grads = _instrumented_backward(node, grad)
-                else:
-                    input_grads = node.backward(grad)
-                if input_grads.__class__ is not tuple:
-                    input_grads = (input_grads,)
-            for inp, needs, grad in zip(node.inputs, node.needs_input_grad, input_grads):
-                if not needs:
+            input_grads = (None,) * len(node.next_functions)
+            grad = buffers.pop(node, None)
+            if grad is not None:
+                if node._hooks or node._retained_by is not None:
+                    grad = _run_tensor_hooks(node, grad, retain=capture is None)
+                if capture is not None and node in capture:
+                    capture[node] = grad
+                if needed is None or node in needed:
+                    input_grads = call_backward(node, grad, given_away)
+            for (next_node, _), next_grad in zip(node.next_functions, input_grads):
+                if next_node is None:
                     continue
-                if grad is not None and (grad.data.shape != inp.data.shape
-                                         or grad.data.dtype != inp.data.dtype):
-                    grad = _fit_to_input(grad, inp)
-                parent = inp.grad_fn
-                if parent is None:
-                    _send_to_leaf(walk, inp, grad)
-                    continue
-                if grad is not None:
-                    previous = grads.get(parent)
-                    grads[parent] = grad if previous is None else _sum(previous, grad)
-                consumers[parent] -= 1
-                if consumers[parent] == 0:
-                    ready.append(parent)
+                if next_grad is not None:
+                    if (next_grad.array.shape != next_node.grad_shape
+                            or next_grad.array.dtype != next_node.grad_dtype):
+                        next_grad = _fit(next_grad, next_node, node)
+                    total = buffers.get(next_node)  # the one place gradients are summed
+                    buffers[next_node] = (next_grad if total is None
+                                          else sum_gradients(total, next_grad))
+                dependencies[next_node] -= 1
+                if dependencies[next_node] == 0:
+                    ready.append(next_node)
             if not retain_graph:
-                node._free()
-        for leaf, grad in walk.leaf_grads.items():  # leaves whose other paths never ran
-            _deliver_to_leaf(walk, leaf, grad)
+                node.release()
     finally:
         MODES.grad_enabled = previous_mode
 
 
-def _instrumented_backward(node: Function, grad) -> tuple | TensorBase:
-    """node.backward(grad), timed under the profiler; under detect_anomaly, its gradients
-    are checked for NaN and Inf."""
-    if INSTRUMENTS.profiler is not None:
-        input_grads = INSTRUMENTS.profiler.timed_backward(node, grad)
-    else:
-        input_grads = node.backward(grad)
+def call_backward(node: Node, grad: TensorBase, given_away: set) -> tuple:
+    """The gradients `node.backward(grad)` sends to the node's next_functions, as a tuple.
+    Under detect_anomaly, they are checked for NaN and Inf."""
+    if isinstance(node, AccumulateGrad) and node.variable.grad is None:
+        grad = _unshared(grad, given_away)  # it becomes .grad as it is
+    input_grads = node.backward(grad)
+    if not isinstance(input_grads, tuple):
+        input_grads = (input_grads,)
     if MODES.anomaly:
-        _check_finite(node, input_grads if input_grads.__class__ is tuple else (input_grads,))
+        _check_finite(node, input_grads)
     return input_grads
 
 
-def _fit_to_input(grad: TensorBase, inp: TensorBase) -> TensorBase:
-    """The gradient of a broadcast input is the sum over the broadcast dims (the adjoint of
-    broadcasting); it also takes the input's dtype. The only place either happens."""
-    array, target = grad.data, inp.data
-    if array.shape != target.shape:
-        grad = grad.sum_to_size(target.shape)
-    if array.dtype != target.dtype:
-        grad = grad.to(inp.dtype)
+def _fit(grad: TensorBase, node: Node, sender: Node) -> TensorBase:
+    """`grad` as `node` must receive it: the shape and dtype of the tensor node made. The
+    gradient of a broadcast input is summed over the broadcast dims (the adjoint of
+    broadcasting), and takes the input's dtype. The only place either happens."""
+    shape = node.grad_shape
+    if grad.array.shape != shape:
+        if not _broadcasts_to(shape, grad.array.shape):
+            raise RuntimeError(
+                f"{sender.name} returned an invalid gradient: shape {tuple(grad.shape)} for "
+                f"a tensor of shape {tuple(shape)} (expected that shape, or one it "
+                "broadcasts to)"
+            )
+        grad = grad.sum_to_size(shape)
+    if grad.array.dtype != node.grad_dtype:
+        grad = grad.to(dtypes.from_numpy(node.grad_dtype))
     return grad
 
 
-def _sum(total: TensorBase, grad: TensorBase) -> TensorBase:
-    """total + grad, as a tensor op when the gradient's graph is being recorded."""
-    if MODES.grad_enabled:
-        return total + grad
-    return total._wrap(total.data + grad.data)
-
-
-# ----------------------------------------------------------------------------- leaves
-
-
-def _send_to_leaf(walk: _Walk, leaf: TensorBase, grad) -> None:
-    """Sum `grad` into the leaf's pending gradient; deliver it after the last path."""
-    remaining = walk.leaf_paths[leaf] - 1
-    walk.leaf_paths[leaf] = remaining
-    if leaf in walk.leaf_grads:  # an earlier path sent a gradient
-        pending = walk.leaf_grads.pop(leaf)
-        grad = pending if grad is None else _sum(pending, grad)
-    if grad is None:
-        return
-    if remaining:
-        walk.leaf_grads[leaf] = grad
-    else:
-        _deliver_to_leaf(walk, leaf, grad)
-
-
-def _deliver_to_leaf(walk: _Walk, leaf: TensorBase, grad: TensorBase) -> None:
-    """Run the leaf's hooks, then accumulate into `.grad` (or into `capture`), then run
-    its post-accumulate hooks (DistributedDataParallel starts sending from these)."""
-    for hook in leaf._hooks or ():
-        replaced = hook(grad)
-        if replaced is not None:
-            grad = replaced
-    if walk.capture is not None:
-        key = id(leaf)
-        if key in walk.capture:
-            previous = walk.capture[key]
-            walk.capture[key] = grad if previous is None else _sum(previous, grad)
-        return
-    if not leaf._requires_grad:
-        return
-    if leaf.grad is None:
-        leaf.grad = _adopt(walk, grad, leaf)
-    elif MODES.grad_enabled or not _accumulates_in_place(leaf.grad, grad):
-        leaf.grad = leaf.grad + grad if MODES.grad_enabled else _sum(leaf.grad, grad)
-    else:
-        leaf.grad.data += grad.data  # in place, as PyTorch does outside create_graph
-        leaf.grad._version[0] += 1
-    for hook in leaf._post_accumulate_hooks or ():
-        hook(leaf)
-
-
-def _adopt(walk: _Walk, grad: TensorBase, leaf: TensorBase) -> TensorBase:
-    """`grad` itself as a new `.grad` when nothing else holds its memory and it is laid out
-    as the leaf is, else a copy: the caller's gradient, another leaf's .grad, read-only
-    (broadcast) views and a transposed gradient of a contiguous leaf are copied (an
-    optimizer then walks .grad and the leaf in the same order, not across strides)."""
-    array = grad.data
-    base = array.base  # a view's base is the array that owns the memory (NumPy and CuPy)
-    buffer = id(array if base is None else base)
-    flags = array.flags
-    if buffer in walk.owned or not getattr(flags, "writeable", True) or (
-            not flags.c_contiguous
-            and (leaf.data.flags.c_contiguous or not _writable(array))):
-        grad = grad._wrap(grad.xp.array(array, copy=True, order="C"), grad.grad_fn)
-        buffer = id(grad.data)
-    walk.owned.add(buffer)
-    return grad
-
-
-def _accumulates_in_place(total: TensorBase, grad: TensorBase) -> bool:
-    """`total.data += grad.data` is safe: same shape and dtype, writeable, no graph."""
-    array = total.data
-    return (total.grad_fn is None and not total._requires_grad and _writable(array)
-            and array.shape == grad.data.shape and array.dtype == grad.data.dtype)
-
-
-def _writable(array) -> bool:
-    """False for a read-only NumPy array and for a view that repeats elements (a zero
-    stride, as an expanded gradient has; CuPy allows writing into those)."""
-    flags = array.flags
-    if not getattr(flags, "writeable", True):
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    if len(shape) > len(target):
         return False
-    if flags.c_contiguous or flags.f_contiguous:  # no element repeats in a contiguous array
-        return True
-    for size, stride in zip(array.shape, array.strides):
-        if stride == 0 and size > 1:
-            return False
-    return True
+    tail = target[len(target) - len(shape):]
+    return all(size in (1, other) for size, other in zip(shape, tail))
+
+
+def _unshared(grad: TensorBase, given_away: set) -> TensorBase:
+    """`grad`, or a copy of it when its memory was given away already in this backward
+    (an add's backward sends one gradient to both inputs; a view's sends a view of its
+    own): the in-place update of one .grad must not change another, or the caller's
+    gradient."""
+    memory = _memory_of(grad.array)
+    if memory in given_away:
+        grad = copy_gradient(grad)
+        memory = _memory_of(grad.array)
+    given_away.add(memory)
+    return grad
+
+
+def _memory_of(array) -> int:
+    """An id of the memory an array uses: its base's for a view (NumPy and CuPy)."""
+    base = array.base
+    return id(array if base is None else base)
 
 
 # ----------------------------------------------------------------------------- graph
 
 
-def _count_consumers(roots) -> tuple[dict, dict]:
-    """For every node reachable from the roots: how many reachable nodes consume it (0 for
-    the roots' own nodes, unless another root's graph consumes them); and for every leaf:
-    how many paths end in it (roots that are leaves included)."""
-    consumers: dict[Function, int] = {}
-    leaf_paths: dict[TensorBase, int] = {}
-    stack = []
-    for root in roots:
-        node = root.grad_fn
-        if node is None:
-            leaf_paths[root] = leaf_paths.get(root, 0) + 1
-        elif node not in consumers:
-            if node._freed:
-                raise _freed_error(node)
-            consumers[node] = 0
-            stack.append(node)
+def _count_dependencies(root_nodes: list) -> dict:
+    """For every node reachable from the roots: how many edges of reachable nodes lead
+    into it. Raises before any gradient is computed if the graph was released."""
+    dependencies = dict.fromkeys(root_nodes, 0)
+    stack = list(root_nodes)
     while stack:
         node = stack.pop()
-        for inp, needs in zip(node.inputs, node.needs_input_grad):
-            if not needs:
+        if node._released:
+            raise freed_graph_error(node)
+        for next_node, _ in node.next_functions:
+            if next_node is None:
                 continue
-            parent = inp.grad_fn
-            if parent is None:
-                leaf_paths[inp] = leaf_paths.get(inp, 0) + 1
-                continue
-            count = consumers.get(parent)
-            if count is None:  # first visit
-                if parent._freed:
-                    raise _freed_error(parent)
-                stack.append(parent)
-                count = 0
-            consumers[parent] = count + 1
-    return consumers, leaf_paths
+            if next_node not in dependencies:
+                dependencies[next_node] = 0
+                stack.append(next_node)
+            dependencies[next_node] += 1
+    return dependencies
 
 
-def _freed_error(node: Function) -> RuntimeError:
-    return RuntimeError(
-        f"{node.name}: trying to backward through the graph a second time (or to read "
-        "saved tensors after they were freed). Saved arrays are freed after backward; pass "
-        "retain_graph=True to the first backward() to keep them."
-    )
+def _nodes_leading_to(targets: dict, root_nodes: list, dependencies: dict) -> set:
+    """The nodes from which a path of edges reaches one of `targets`: what grad() runs."""
+    remaining = dict(dependencies)
+    ready = [node for node in root_nodes if remaining[node] == 0]
+    order = []  # a topological order: every node before the nodes it sends gradients to
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for next_node, _ in node.next_functions:
+            if next_node is not None:
+                remaining[next_node] -= 1
+                if remaining[next_node] == 0:
+                    ready.append(next_node)
+    leading = set()
+    for node in reversed(order):
+        if any(next_node in targets or next_node in leading
+               for next_node, _ in node.next_functions):
+            leading.add(node)
+    return leading
 
 
 # ----------------------------------------------------------------------------- hooks
 
 
-def _run_output_hooks(node: Function, grad, capture):
-    """Hooks registered on the node's output (Tensor.register_hook on a non-leaf), and
-    `.grad` of an output that asked for retain_grad()."""
+def _run_tensor_hooks(node: Node, grad: TensorBase, retain: bool) -> TensorBase:
+    """The hooks of the tensor whose gradient `grad` is (a result that is not None
+    replaces it), then retain_grad(): the tensor keeps a copy as .grad."""
     for hook in node._hooks or ():
-        replaced = hook(grad)
-        if replaced is not None:
-            grad = replaced
-    if node._retained is not None:
-        owner = node._retained()
-        if owner is not None:
-            if capture is not None:
-                if id(owner) in capture:
-                    capture[id(owner)] = grad
-            else:
-                owner.grad = grad if owner.grad is None else _sum(owner.grad, grad)
+        result = hook(grad)
+        if result is not None:
+            _check_hook_result(hook, grad, result)
+            grad = result
+    owner = node._retained_by() if node._retained_by is not None else None
+    if retain and owner is not None:
+        owner.grad = grad.clone() if owner.grad is None else owner.grad + grad
     return grad
 
 
-def _check_finite(node: Function, grads: tuple) -> None:
+def _check_hook_result(hook, grad: TensorBase, result) -> None:
+    """A hook may change a gradient's values, not what it is: a tensor of the same shape,
+    dtype and device (PyTorch raises the same way)."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if not isinstance(result, TensorBase):
+        raise TypeError(f"hook '{name}' returned a {type(result).__name__}; expected a "
+                        "tensor (the new gradient) or None")
+    for what, expected, got in (("size", tuple(grad.shape), tuple(result.shape)),
+                                ("dtype", grad.dtype, result.dtype),
+                                ("device", grad.device, result.device)):
+        if expected != got:
+            raise RuntimeError(
+                f"hook '{name}' has changed the {what} of value: the gradient of a "
+                f"tensor of shape {tuple(grad.shape)}, {grad.dtype} on {grad.device} must "
+                f"keep its {what} {expected}, but the hook returned {got}"
+            )
+
+
+def _check_finite(node: Node, grads: tuple) -> None:
     """Under detect_anomaly: fail at the first rule that made a NaN or Inf."""
     for index, g in enumerate(grads):
-        if g is not None and not bool(g.xp.isfinite(g.data).all()):
-            where = getattr(node, "_trace", "(no trace recorded)")
+        if g is not None and not bool(g.xp.isfinite(g.array).all()):
+            where = node.__dict__.get("_trace", "(no trace recorded)")
             raise RuntimeError(
-                f"Function '{node.name}Backward' returned nan or inf values in its "
-                f"gradient for input {index} (shape {tuple(g.shape)}). "
-                f"The forward call that created it was:\n{where}"
+                f"Function '{node.name}' returned nan or inf values in its gradient for "
+                f"input {index} (shape {tuple(g.shape)}). The forward call that created it "
+                f"was:\n{where}"
             )
 
 
@@ -336,6 +262,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     inputs = [inputs] if isinstance(inputs, TensorBase) else list(inputs)
     if grad_outputs is None or isinstance(grad_outputs, TensorBase):
         grad_outputs = [grad_outputs] * len(outputs)
+    for index, t in enumerate(outputs):
+        if not t._requires_grad:
+            raise RuntimeError(
+                f"grad(): element {index} of the outputs (shape {tuple(t.shape)}) does not "
+                "require grad and does not have a grad_fn"
+            )
     for t in inputs:
         if not t._requires_grad:
             raise RuntimeError(
@@ -344,18 +276,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     root_grads = [_default_gradient(o, g, "grad") for o, g in zip(outputs, grad_outputs)]
     if retain_graph is None:
         retain_graph = create_graph
-    capture = {id(t): None for t in inputs}
-    retained = []  # non-leaf inputs: their nodes report the gradient while the walk runs
-    for t in inputs:
-        if t.grad_fn is not None and t.grad_fn._retained is None:
-            t.grad_fn._retained = weakref.ref(t)
-            retained.append(t.grad_fn)
-    try:
-        run_backward(outputs, root_grads, retain_graph, create_graph, capture)
-    finally:
-        for node in retained:
-            node._retained = None
-    results = tuple(capture[id(t)] for t in inputs)
+    # the node that receives each input's gradient: its grad_fn, or a leaf's AccumulateGrad
+    input_nodes = [gradient_edge(t)[0] for t in inputs]
+    capture = dict.fromkeys(input_nodes)
+    run_backward(outputs, root_grads, retain_graph, create_graph, capture)
+    results = tuple(capture[node] for node in input_nodes)
     for t, g in zip(inputs, results):
         if g is None and not allow_unused:
             raise RuntimeError(
@@ -367,15 +292,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
 
 def _default_gradient(tensor: TensorBase, gradient, caller: str) -> TensorBase:
     if gradient is None:
-        if tensor.data.size != 1:
+        if tensor.array.size != 1:
             raise RuntimeError(
                 f"{caller}(): grad can be implicitly created only for scalar outputs, but "
                 f"the output has shape {tuple(tensor.shape)}; pass gradient= of that shape"
             )
-        return tensor._wrap(tensor.xp.ones_like(tensor.data))
+        return tensor._wrap(tensor.xp.ones_like(tensor.array))
     if not isinstance(gradient, TensorBase):
-        gradient = tensor._wrap(tensor.xp.asarray(gradient, dtype=tensor.data.dtype))
-    if gradient.data.shape != tensor.data.shape:
+        gradient = tensor._wrap(tensor.xp.asarray(gradient, dtype=tensor.array.dtype))
+    if gradient.array.shape != tensor.array.shape:
         raise RuntimeError(
             f"{caller}(): gradient has shape {tuple(gradient.shape)} but the output has "
             f"shape {tuple(tensor.shape)}"

@@ -1,8 +1,11 @@
 """Numerical gradient checking, like torch.autograd.gradcheck.
 
 The analytical Jacobian comes from backward passes with one-hot output gradients; the
-numerical one from central differences (f(x + eps) - f(x - eps)) / (2 eps), perturbing one
-input element at a time. They must agree elementwise within atol + rtol * |numerical|.
+numerical one from central differences (f(x + eps) - f(x - eps)) / (x + eps - (x - eps)),
+perturbing one input element at a time (the denominator is the step as the input's dtype
+stores it, which is not quite 2 eps below float64). They must agree elementwise within
+atol + rtol * |numerical|. A floating-point output that does not require grad must not
+depend on the inputs (its numerical Jacobian must be zero), as in PyTorch.
 """
 from __future__ import annotations
 
@@ -30,11 +33,14 @@ def gradcheck(func, inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float =
             _warn_precision(inputs[i])
     outputs = _as_tuple(func(*inputs))
     for out_index, out in enumerate(outputs):
-        if not out.requires_grad:
-            continue
+        if not out.dtype.is_floating_point:
+            continue  # indices and masks have no gradient
         for in_index in checked:
-            analytical = _analytical_jacobian(func, inputs, out_index, in_index)
             numerical = _numerical_jacobian(func, inputs, out_index, in_index, eps)
+            if out.requires_grad:
+                analytical = _analytical_jacobian(func, inputs, out_index, in_index)
+            else:  # not differentiable, so it must not depend on the input
+                analytical = np.zeros_like(numerical)
             if not np.allclose(analytical, numerical, atol=atol, rtol=rtol):
                 message = _mismatch(analytical, numerical, in_index, out_index)
                 if raise_exception:
@@ -83,15 +89,15 @@ def _as_tuple(value) -> tuple:
 
 def _like(t: TensorBase, values: np.ndarray) -> TensorBase:
     """A new tensor holding `values`, with t's dtype and device."""
-    return t._wrap(t.xp.asarray(values.astype(t.data.dtype)))
+    return t._wrap(t.xp.asarray(values.astype(t.array.dtype)))
 
 
 def _analytical_jacobian(func, inputs, out_index: int, in_index: int) -> np.ndarray:
     out = _as_tuple(func(*inputs))[out_index]
     target = inputs[in_index]
-    jacobian = np.zeros((out.data.size, target.data.size))
-    for k in range(out.data.size):
-        one_hot = np.zeros(out.data.size)
+    jacobian = np.zeros((out.array.size, target.array.size))
+    for k in range(out.array.size):
+        one_hot = np.zeros(out.array.size)
         one_hot[k] = 1
         cotangent = _like(out, one_hot.reshape(out.shape))
         (g,) = grad(out, [target], cotangent, retain_graph=True, allow_unused=True)
@@ -102,18 +108,20 @@ def _analytical_jacobian(func, inputs, out_index: int, in_index: int) -> np.ndar
 
 def _numerical_jacobian(func, inputs, out_index: int, in_index: int, eps: float):
     target = inputs[in_index]
-    data = target.data  # perturbed in place, element by element (views work too)
-    out_size = _as_tuple(func(*inputs))[out_index].data.size
+    data = target.array  # perturbed in place, element by element (views work too)
+    out_size = _as_tuple(func(*inputs))[out_index].array.size
     jacobian = np.zeros((out_size, data.size))
     # not under no_grad: gradgradcheck's function itself needs a graph to differentiate
     for j, index in enumerate(np.ndindex(*data.shape)):
         original = data[index].item()
         data[index] = original + eps
+        step = data[index].item()
         plus = _as_tuple(func(*inputs))[out_index].numpy().astype(np.float64).reshape(-1)
         data[index] = original - eps
+        step -= data[index].item()
         minus = _as_tuple(func(*inputs))[out_index].numpy().astype(np.float64).reshape(-1)
         data[index] = original
-        jacobian[:, j] = (plus - minus) / (2 * eps)
+        jacobian[:, j] = (plus - minus) / step
     return jacobian
 
 

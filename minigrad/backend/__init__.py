@@ -1,5 +1,5 @@
-"""Devices and their array modules: "cpu" runs on NumPy, "gpu" (alias "cuda", "cuda:0")
-on CuPy. Everything device-specific in minigrad goes through this package; `cuda` is the
+"""Devices and their array modules: "cpu" runs on NumPy, "cuda" (cuda:0, alias "gpu") on
+CuPy. Everything device-specific in minigrad goes through this package; `cuda` is the
 `mg.cuda` namespace."""
 from minigrad.backend import cuda
 from minigrad.backend.device import (

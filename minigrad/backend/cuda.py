@@ -1,4 +1,5 @@
-"""`mg.cuda`: whether a GPU is usable, and waiting for it (PyTorch's `torch.cuda` names).
+"""`mg.cuda`: whether a GPU is usable, and waiting for it (PyTorch's `torch.cuda` names),
+and the GPU tensor types mg.cuda.FloatTensor, mg.cuda.LongTensor, ... (tensor_types.py).
 
 Nothing here imports CuPy until a function is called, so `import minigrad` stays light.
 """
@@ -56,3 +57,17 @@ def is_bf16_supported() -> bool:
     """False: minigrad has no bfloat16 (NumPy and CuPy lack it); scripts that check this
     fall back to float16 or float32, which minigrad has."""
     return False
+
+
+def __getattr__(name: str):
+    # the tensor types are made with Tensor, which imports this package, and mg.cuda.amp
+    # with minigrad.amp, which imports it too: importing them at the top of this module
+    # would be a cycle, so they are looked up when first asked for
+    from minigrad.amp.device_amp import cuda_amp
+    from minigrad.tensor_types import CUDA_TYPES
+
+    if name == "amp":
+        return cuda_amp
+    if name in CUDA_TYPES:
+        return CUDA_TYPES[name]
+    raise AttributeError(f"module 'minigrad.cuda' has no attribute {name!r}", name=name)

@@ -32,7 +32,8 @@ def _erf_of_scalar(x):
 
 
 def _erf_by_element(x):
-    return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+    # frompyfunc gives an object array, or a bare Python float for a 0-d input
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=x.dtype)
 
 
 def erf(x):

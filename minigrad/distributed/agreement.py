@@ -13,6 +13,7 @@ model once at construction instead of per step.
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 
 import numpy as np
 
@@ -20,9 +21,11 @@ from minigrad.distributed.group import ProcessGroup
 
 
 def check_agreement(group: ProcessGroup, collective: str, description: dict,
-                    problem: Exception | None = None) -> None:
+                    problem: Exception | None = None,
+                    timeout: timedelta | None = None) -> None:
     """Raise on every rank unless every rank calls `collective` with the same
-    `description` and no rank has a `problem` with its arguments.
+    `description` and no rank has a `problem` with its arguments. `timeout` replaces the
+    group's for the exchange.
 
     The rank with the problem raises it (its type, the message prefixed with the
     collective and the rank); the others raise a RuntimeError naming that rank. Ranks
@@ -37,10 +40,10 @@ def check_agreement(group: ProcessGroup, collective: str, description: dict,
     mine = np.array([_fingerprint(collective, description), problem is not None],
                     dtype=np.int64)
     fingerprints = np.empty((group.size, 2), dtype=np.int64)
-    group.mpi.comm.Allgather(mine, fingerprints)
+    group.mpi.all_gather(list(fingerprints), mine, collective, timeout).wait()
     if (fingerprints[:, 0] == fingerprints[0, 0]).all() and not fingerprints[:, 1].any():
         return
-    everyone = group.gather_objects((collective, description, summary))
+    everyone = group.gather_objects((collective, description, summary), collective)
     if problem is not None:
         raise problem
     for rank, (_, _, other_problem) in enumerate(everyone):

@@ -6,12 +6,17 @@ garbage or hanging.
 
 With `async_op=True` a collective returns a work object whose `wait()` completes it (the
 tensor holds the result only then); otherwise it returns None when the result is there.
+A collective that does not complete within the group's timeout raises a DistBackendError
+(see timeouts.py).
 """
 from __future__ import annotations
+
+from datetime import timedelta
 
 from minigrad.distributed.agreement import check_agreement
 from minigrad.distributed.group import default_group
 from minigrad.distributed.reduce_op import ReduceOp, reduction_problem
+from minigrad.distributed.timeouts import as_timeout
 from minigrad.tensor import Tensor
 
 
@@ -21,9 +26,9 @@ def all_reduce(tensor: Tensor, op: ReduceOp = ReduceOp.SUM, async_op: bool = Fal
     group = default_group("all_reduce")
     problem = _tensor_problem("tensor", tensor)
     if problem is None:
-        problem = reduction_problem(op, tensor.data.dtype)
+        problem = reduction_problem(op, tensor.array.dtype)
     check_agreement(group, "all_reduce", {**_describe(tensor), "op": _name(op)}, problem)
-    work = group.backend_for(tensor.data).all_reduce(tensor.data, op)
+    work = group.backend_for(tensor.array).all_reduce(tensor.array, op)
     return _complete([tensor], work, async_op)
 
 
@@ -34,7 +39,7 @@ def broadcast(tensor: Tensor, src: int, async_op: bool = False):
     if problem is None and not (isinstance(src, int) and 0 <= src < group.size):
         problem = ValueError(f"src={src!r} is not a rank of this group of {group.size}")
     check_agreement(group, "broadcast", {**_describe(tensor), "src": src}, problem)
-    work = group.backend_for(tensor.data).broadcast(tensor.data, src)
+    work = group.backend_for(tensor.array).broadcast(tensor.array, src)
     return _complete([tensor], work, async_op)
 
 
@@ -45,16 +50,19 @@ def all_gather(tensor_list: list, tensor: Tensor, async_op: bool = False):
     problem = _tensor_problem("tensor", tensor) or _output_list_problem(
         tensor_list, tensor, group.size)
     check_agreement(group, "all_gather", _describe(tensor), problem)
-    work = group.backend_for(tensor.data).all_gather([t.data for t in tensor_list],
-                                                     tensor.data)
+    work = group.backend_for(tensor.array).all_gather([t.array for t in tensor_list],
+                                                     tensor.array)
     return _complete(tensor_list, work, async_op)
 
 
-def barrier() -> None:
-    """Return on every rank once all ranks have called barrier()."""
+def barrier(*, timeout: timedelta | None = None) -> None:
+    """Return on every rank once all ranks have called barrier(); raise a DistBackendError
+    naming the ranks that did not arrive if that takes longer than `timeout` (a
+    datetime.timedelta; by default the group's)."""
     group = default_group("barrier")
-    check_agreement(group, "barrier", {})
-    group.mpi.barrier()
+    timeout = as_timeout(timeout, "barrier", group.timeout)
+    # the check is an allgather: no rank leaves it before every rank has entered it
+    check_agreement(group, "barrier", {}, timeout=timeout)
 
 
 def all_gather_object(object_list: list, obj) -> None:
@@ -65,7 +73,7 @@ def all_gather_object(object_list: list, obj) -> None:
         problem = ValueError(f"object_list must be a list of world size ({group.size}) "
                              f"entries, got {_length(object_list)}")
     check_agreement(group, "all_gather_object", {}, problem)
-    object_list[:] = group.gather_objects(obj)
+    object_list[:] = group.gather_objects(obj, "all_gather_object")
 
 
 def broadcast_object_list(object_list: list, src: int = 0) -> None:
@@ -78,7 +86,7 @@ def broadcast_object_list(object_list: list, src: int = 0) -> None:
         problem = ValueError(f"src={src!r} is not a rank of this group of {group.size}")
     check_agreement(group, "broadcast_object_list",
                     {"src": src, "length": _length(object_list)}, problem)
-    object_list[:] = group.mpi.comm.bcast(object_list, root=src)
+    object_list[:] = group.mpi.broadcast_object(object_list, src, "broadcast_object_list")
 
 
 def _complete(changed: list, work, async_op: bool):
@@ -93,7 +101,7 @@ def _complete(changed: list, work, async_op: bool):
 def _describe(tensor) -> dict:
     if not isinstance(tensor, Tensor):
         return {"tensor": type(tensor).__name__}
-    return {"shape": tuple(tensor.shape), "dtype": str(tensor.data.dtype),
+    return {"shape": tuple(tensor.shape), "dtype": str(tensor.array.dtype),
             "device": str(tensor.device)}
 
 
@@ -110,8 +118,8 @@ def _output_list_problem(tensor_list, tensor: Tensor, world_size: int) -> Except
     for index, output in enumerate(tensor_list):
         if not isinstance(output, Tensor):
             return TypeError(f"tensor_list[{index}] is a {type(output).__name__}, not a Tensor")
-        if (output.shape, output.data.dtype, output.device) != (
-                tensor.shape, tensor.data.dtype, tensor.device):
+        if (output.shape, output.array.dtype, output.device) != (
+                tensor.shape, tensor.array.dtype, tensor.device):
             return ValueError(
                 f"tensor_list[{index}] has shape {tuple(output.shape)} {output.dtype} on "
                 f"{output.device}, but the input tensor has shape {tuple(tensor.shape)} "

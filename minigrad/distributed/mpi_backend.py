@@ -5,7 +5,12 @@ MPI_Iallgather) and returns an `MPIWork`; a blocking call is the same call follo
 `wait()`. The values travel from a C-contiguous host array of the wire dtype: the
 tensor's own array when it already is one (a contiguous NumPy array of float32, float64
 or int64, for example), else a staged copy that `wait()` writes back. GPU arrays are
-staged through the host (CUDA-aware MPI is not assumed).
+staged through the host (CUDA-aware MPI is not assumed). Python objects travel pickled,
+their lengths first.
+
+Each collective is numbered and posted on the group's ArrivalBoard as it starts, and
+`wait()` raises a DistBackendError naming the ranks that did not arrive when it does not
+complete before the group's timeout (or the call's).
 
 MPICH and Open MPI move a non-blocking collective forward only while some MPI call runs
 in the process (they start no progress thread by default), so whoever overlaps one with
@@ -14,13 +19,17 @@ from its gradient hooks.
 """
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
+from datetime import timedelta
 
 import numpy as np
 from mpi4py import MPI
 
 from minigrad.backend import require_cuda
+from minigrad.distributed.arrivals import ArrivalBoard
 from minigrad.distributed.reduce_op import ReduceOp, reduction_plan
+from minigrad.distributed.timeouts import Ticket
 
 _MPI_OPS = {ReduceOp.SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
             ReduceOp.MAX: MPI.MAX}
@@ -28,14 +37,17 @@ _MPI_OPS = {ReduceOp.SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI
 
 class MPIWork:
     """A collective in flight (PyTorch's `Work`): `wait()` blocks until it is done and its
-    result is in the tensor; `is_completed()` asks without blocking."""
+    result is in the tensor, or raises when it passes its deadline; `is_completed()` asks
+    without blocking."""
 
-    def __init__(self, request, finish: Callable[[], None] | None = None):
+    def __init__(self, board: ArrivalBoard, ticket: Ticket, request,
+                 finish: Callable[[], None] | None = None):
+        self._board, self._ticket = board, ticket
         self._request = request
         self._finish = finish
 
     def wait(self) -> bool:
-        self._request.Wait()
+        self._board.wait(self._request, self._ticket)
         self._run_finish()
         return True
 
@@ -52,19 +64,22 @@ class MPIWork:
 
 
 class MPIBackend:
-    """The collectives of one MPI communicator, on NumPy (or, staged, CuPy) arrays."""
+    """The collectives of one MPI communicator, on NumPy (or, staged, CuPy) arrays.
+    `collective` names the caller's collective in timeout errors."""
 
     name = "mpi"
 
-    def __init__(self, comm):
+    def __init__(self, comm, board: ArrivalBoard):
         self.comm = comm
+        self.board = board
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
 
-    def all_reduce(self, array, op: ReduceOp) -> MPIWork:
+    def all_reduce(self, array, op: ReduceOp, collective: str = "all_reduce") -> MPIWork:
         """Reduce `array` in place over all ranks."""
         plan = reduction_plan(op, array.dtype, float16_on_wire=False)
         wire, in_place = _wire_array(array, plan.wire_dtype)
+        ticket = self.board.start(collective)
         request = self.comm.Iallreduce(MPI.IN_PLACE, wire, _MPI_OPS[plan.wire_op])
 
         def finish() -> None:
@@ -73,30 +88,56 @@ class MPIBackend:
             if not in_place:
                 _write_back(array, wire)
 
-        return MPIWork(request, finish)
+        return MPIWork(self.board, ticket, request, finish)
 
-    def broadcast(self, array, src: int) -> MPIWork:
+    def broadcast(self, array, src: int, collective: str = "broadcast") -> MPIWork:
         """Overwrite `array` with rank `src`'s values."""
         wire, in_place = _wire_array(array, array.dtype)
+        ticket = self.board.start(collective)
         request = self.comm.Ibcast(_as_bytes(wire), root=src)
         if in_place or self.rank == src:
-            return MPIWork(request)
-        return MPIWork(request, lambda: _write_back(array, wire))
+            return MPIWork(self.board, ticket, request)
+        return MPIWork(self.board, ticket, request, lambda: _write_back(array, wire))
 
-    def all_gather(self, outputs: list, array) -> MPIWork:
-        """Fill outputs[i] (arrays of array's shape and dtype) with rank i's `array`."""
+    def all_gather(self, outputs: list, array, collective: str = "all_gather",
+                   timeout: timedelta | None = None) -> MPIWork:
+        """Fill outputs[i] (arrays of array's shape and dtype) with rank i's `array`
+        (`timeout`: by default the group's)."""
         wire, _ = _wire_array(array, array.dtype)
         gathered = np.empty(self.size * wire.nbytes, dtype=np.uint8)
+        ticket = self.board.start(collective, timeout)
         request = self.comm.Iallgather(_as_bytes(wire), gathered)
 
         def finish() -> None:
             for index, chunk in enumerate(np.split(gathered, self.size)):
                 _write_back(outputs[index], chunk.view(wire.dtype).reshape(wire.shape))
 
-        return MPIWork(request, finish)
+        return MPIWork(self.board, ticket, request, finish)
 
-    def barrier(self) -> None:
-        self.comm.Barrier()
+    def all_gather_object(self, obj, collective: str) -> list:
+        """Every rank's `obj` (pickled), in rank order."""
+        payload = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8)
+        lengths = [np.zeros(1, dtype=np.int64) for _ in range(self.size)]
+        self.all_gather(lengths, np.array([payload.size]), collective).wait()
+        counts = [int(length[0]) for length in lengths]
+        gathered = np.empty(sum(counts), dtype=np.uint8)
+        ticket = self.board.start(collective)
+        request = self.comm.Iallgatherv(payload, [gathered, counts, MPI.BYTE])
+        self.board.wait(request, ticket)
+        ends = np.cumsum(counts)
+        return [pickle.loads(gathered[end - count:end].tobytes())
+                for count, end in zip(counts, ends)]
+
+    def broadcast_object(self, obj, src: int, collective: str):
+        """Rank `src`'s `obj` (pickled), on every rank."""
+        payload = np.frombuffer(bytearray(pickle.dumps(obj) if self.rank == src else b""),
+                                dtype=np.uint8)
+        length = np.array([payload.size])
+        self.broadcast(length, src, collective).wait()
+        if self.rank != src:
+            payload = np.empty(int(length[0]), dtype=np.uint8)
+        self.broadcast(payload, src, collective).wait()
+        return pickle.loads(payload.tobytes())
 
 
 def _wire_array(array, wire_dtype) -> tuple[np.ndarray, bool]:

@@ -11,13 +11,27 @@ be written before it is sent), launches NCCL and any follow-up (the division of 
 average, the copy back of a staged array) on the side stream, and records an event.
 `NCCLWork.wait()` makes the *current stream* wait for that event and returns at once, as
 PyTorch's NCCL work does: the host never blocks, kernels queued later see the result.
+
+Timeouts: since the host never waits, a watchdog thread does (as PyTorch's NCCL watchdog):
+every WATCHDOG_SECONDS it drops the collectives whose event has fired and checks NCCL for
+asynchronous errors; when the oldest one is still pending past its deadline, or NCCL
+reports an error, it prints the error (for a timeout: the ranks that did not arrive, read
+from the ArrivalBoard), aborts the NCCL communicator and ends the job with MPI_Abort.
 """
 from __future__ import annotations
+
+import collections
+import sys
+import threading
+import time
 
 import numpy as np
 
 from minigrad.backend import require_cuda
+from minigrad.distributed.arrivals import ArrivalBoard
 from minigrad.distributed.reduce_op import ReduceOp, reduction_plan
+
+WATCHDOG_SECONDS = 0.1
 
 
 class NCCLWork:
@@ -41,7 +55,7 @@ class NCCLBackend:
 
     name = "nccl"
 
-    def __init__(self, mpi_comm, rank: int, size: int):
+    def __init__(self, mpi_comm, rank: int, size: int, board: ArrivalBoard):
         from mpi4py import MPI
 
         cupy = require_cuda()
@@ -70,9 +84,16 @@ class NCCLBackend:
                         "float32", "float64")}
         self._ops = {ReduceOp.SUM: nccl.NCCL_SUM, ReduceOp.PRODUCT: nccl.NCCL_PROD,
                      ReduceOp.MIN: nccl.NCCL_MIN, ReduceOp.MAX: nccl.NCCL_MAX}
+        self._mpi_comm, self._board = mpi_comm, board
+        self._pending: collections.deque = collections.deque()  # (event, ticket), oldest first
+        self._stop = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="nccl-watchdog",
+                                          daemon=True)
+        self._watchdog.start()
 
-    def all_reduce(self, array, op: ReduceOp) -> NCCLWork:
+    def all_reduce(self, array, op: ReduceOp, collective: str = "all_reduce") -> NCCLWork:
         plan = reduction_plan(op, array.dtype, float16_on_wire=True)
+        ticket = self._board.start(collective)
         with self._on_side_stream():
             wire, in_place = self._wire_array(array)
             self.comm.allReduce(wire.data.ptr, wire.data.ptr, wire.size,
@@ -82,9 +103,10 @@ class NCCLBackend:
                 wire /= self.size
             if not in_place:
                 _write_back(array, wire)
-        return NCCLWork(self.stream.record(), (array, wire))
+        return self._watched(ticket, (array, wire))
 
-    def broadcast(self, array, src: int) -> NCCLWork:
+    def broadcast(self, array, src: int, collective: str = "broadcast") -> NCCLWork:
+        ticket = self._board.start(collective)
         with self._on_side_stream():
             wire, in_place = self._wire_array(array)
             raw = _as_bytes(wire)
@@ -92,10 +114,11 @@ class NCCLBackend:
                                 src, self.stream.ptr)
             if not in_place:
                 _write_back(array, wire)
-        return NCCLWork(self.stream.record(), (array, wire))
+        return self._watched(ticket, (array, wire))
 
-    def all_gather(self, outputs: list, array) -> NCCLWork:
+    def all_gather(self, outputs: list, array, collective: str = "all_gather") -> NCCLWork:
         cupy = self._cupy
+        ticket = self._board.start(collective)
         with self._on_side_stream():
             wire, _ = self._wire_array(array)
             gathered = cupy.empty(self.size * wire.nbytes, dtype=cupy.uint8)
@@ -105,11 +128,42 @@ class NCCLBackend:
             for index in range(self.size):
                 chunk = gathered[index * raw.size:(index + 1) * raw.size]
                 _write_back(outputs[index], chunk.view(wire.dtype).reshape(wire.shape))
-        return NCCLWork(self.stream.record(), (array, wire, gathered, *outputs))
+        return self._watched(ticket, (array, wire, gathered, *outputs))
 
     def destroy(self) -> None:
+        self._stop.set()
+        self._watchdog.join()
         self.stream.synchronize()
         self.comm.destroy()
+
+    def _watched(self, ticket, keep_alive: tuple) -> NCCLWork:
+        """The work of the collective just queued, handed to the watchdog too."""
+        done = self.stream.record()
+        self._pending.append((done, ticket))
+        return NCCLWork(done, keep_alive)
+
+    def _watch(self) -> None:
+        """The watchdog thread (see the module's docstring)."""
+        self._cupy.cuda.Device(self.device).use()
+        while not self._stop.wait(WATCHDOG_SECONDS):
+            while self._pending and self._pending[0][0].done:
+                self._pending.popleft()
+            try:
+                self.comm.check_async_error()
+            except self._nccl.NcclError as error:
+                self._end_job(f"NCCL reported an error on rank {self.rank}: {error}")
+                return
+            if self._pending and time.monotonic() > self._pending[0][1].deadline:
+                self._end_job(str(self._board.expired(self._pending[0][1])))
+                return
+
+    def _end_job(self, message: str) -> None:
+        """Print `message`, abort the NCCL communicator and every rank: the main thread
+        may be blocked in CUDA waiting for the collective, so it cannot be told."""
+        sys.stderr.write(f"[rank {self.rank}] {message}\n")
+        sys.stderr.flush()
+        self.comm.abort()
+        self._mpi_comm.Abort(1)
 
     def _on_side_stream(self):
         """Order the side stream after the current one, then make it current."""

@@ -12,6 +12,8 @@ backend arrays (NumPy or CuPy); the row kernels work over the LAST axis.
     cross_entropy(x, valid, target, tw, w, eps) -> (losses, logp)      rows of (M, C)
     cross_entropy_backward(logp, valid, target, tw, w, eps, scale) -> dx
     adam_update(p, g, m, v, v_max, step, lr, beta1, beta2, eps, wd, decoupled)  in place
+    index_add(shape, index, values) -> out  zeros(shape) with out[index] += values, repeats
+                                      summed in an order fixed by the data (segment_sum.py)
 
 Layout: `<name>.py` holds the reference twins in plain `xp` code and the dispatcher;
 `cpu/<name>.py` the Numba code; `cuda/` the Numba CUDA kernels; `thresholds.py` the one
@@ -30,6 +32,7 @@ from minigrad.kernels.cross_entropy import cross_entropy, cross_entropy_backward
 from minigrad.kernels.layer_norm import layer_norm, layer_norm_backward, layer_norm_weight_grad
 from minigrad.kernels.matmul import matmul
 from minigrad.kernels.mode import get_mode, mode, set_mode
+from minigrad.kernels.segment_sum import index_add
 from minigrad.kernels.softmax import (
     log_softmax,
     log_softmax_backward,
@@ -49,6 +52,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "adam_update",
+    "index_add",
     "get_mode",
     "set_mode",
     "mode",

@@ -10,10 +10,10 @@ class Parameter(Tensor):
     def __init__(self, data=None, requires_grad: bool = True):
         if data is None:
             data = Tensor([])
-        source = data.data if isinstance(data, Tensor) else data
+        source = data.array if isinstance(data, Tensor) else data
         super().__init__(source, requires_grad=False)
         if isinstance(data, Tensor):
-            self.data = data.data  # share memory, like torch.nn.Parameter
+            self.array = data.array  # share memory, like torch.nn.Parameter
         self.requires_grad_(requires_grad)
 
     def __repr__(self) -> str:

@@ -1,136 +1,217 @@
 """Every op of minigrad, one module per family. Each differentiable op is a Function
-(forward on arrays, backward in tensor ops) plus the function users call.
+(forward on arrays, backward in tensor ops) plus the function users call, side by side in
+its family's module. The layers' and losses' Functions (linear, convolution, pooling,
+normalization, loss, dropout, padding, embedding) are here too, named as PyTorch's nodes;
+minigrad.nn.functional checks the arguments and applies them.
 
-TENSOR_METHODS below names the ops that are also Tensor methods taking the same
-arguments, self first: tensor.py binds each of these names to the op function itself, so
-`x.gather(1, i)` *is* `mg.gather(x, 1, i)` (one implementation, no twin).
+OPS below is the one table of the ops' public names: for each name, the function, and
+where users call it: as `mg.<name>` (FUNCTION), as a Tensor method taking the same
+arguments, self first (METHOD), or both. Each name is also an attribute of this package
+(`ops.relu`). Tensor binds its methods from this table (tensor.py) and minigrad its
+top-level functions (minigrad/__init__.py), so `x.relu()`, `mg.relu(x)` and `ops.relu(x)`
+are one function. The type stubs minigrad/tensor.pyi and minigrad/__init__.pyi, generated
+from the table by `python -m tools.generate_stubs` (a test checks they are current), show
+these names to editors, type checkers and help().
+
+Adding an op: its Function and function in the family module, one entry here, and the
+stubs generated again.
 """
-from minigrad.ops.arithmetic import add, div, floor_divide, mul, neg, pow, square, sub
-from minigrad.ops.cast import to_device, to_dtype
-from minigrad.ops.compare import (
-    all,
-    allclose,
-    any,
-    eq,
-    equal,
-    ge,
-    gt,
-    isclose,
-    isfinite,
-    isinf,
-    isnan,
-    le,
-    logical_and,
-    logical_not,
-    logical_or,
-    lt,
-    ne,
+from minigrad.ops import (
+    arithmetic,
+    compare,
+    diagonals,
+    einsum,
+    gather,
+    index_read,
+    index_write,
+    matmul,
+    matmul_add,
+    norms,
+    pointwise,
+    rearrange,
+    reduce,
+    rounding,
+    sampling,
+    scan,
+    search,
+    select,
+    shape,
+    softmax,
+    sort,
+    unary,
+    views,
 )
-from minigrad.ops.einsum import einsum
-from minigrad.ops.gather import gather, index_select, scatter, scatter_, scatter_add, scatter_add_
-from minigrad.ops.indexing import getitem, inplace, setitem_
-from minigrad.ops.matmul import bmm, dot, matmul, mm, outer
-from minigrad.ops.rearrange import flip, repeat, repeat_interleave, roll, tile
-from minigrad.ops.reduce import (
-    amax,
-    amin,
-    argmax,
-    argmin,
-    logsumexp,
-    max,
-    mean,
-    min,
-    std,
-    sum,
-    var,
-)
-from minigrad.ops.sampling import multinomial
-from minigrad.ops.scan import cumprod, cumsum
-from minigrad.ops.select import masked_fill, maximum, minimum, tril, triu, where
-from minigrad.ops.shape import (
-    cat,
-    chunk,
-    clone,
-    contiguous,
-    expand,
-    flatten,
-    permute,
-    reshape,
-    split,
-    squeeze,
-    stack,
-    sum_to_size,
-    transpose,
-    unsqueeze,
-)
-from minigrad.ops.softmax import log_softmax, softmax
-from minigrad.ops.sort import argsort, sort, topk
-from minigrad.ops.unary import (
-    abs,
-    clamp,
-    cos,
-    erf,
-    exp,
-    gelu,
-    log,
-    relu,
-    rsqrt,
-    sigmoid,
-    sin,
-    sqrt,
-    tanh,
-)
-from minigrad.ops.views import expand_as, narrow, reshape_as, select, unbind, view, view_as
+from minigrad.ops.cast import to_device, to_dtype  # Tensor.to
+from minigrad.ops.indexing import getitem, inplace, setitem_  # x[i], x[i] = v, x.add_(v)
+from minigrad.ops.shape import expand  # Tensor.expand(*sizes)
 
-# the other names PyTorch gives the same functions
-absolute = abs
-clip = clamp
-concat = concatenate = cat
-divide = true_divide = div
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-multiply = mul
-negative = neg
-subtract = sub
-swapaxes = swapdims = transpose
+FUNCTION, METHOD, BOTH = "function", "method", "function and method"
 
-TENSOR_METHODS = (
+OPS = {
     # elementwise
-    "abs", "absolute", "add", "clamp", "clip", "cos", "div", "divide", "erf", "exp",
-    "floor_divide", "gelu", "log", "masked_fill", "maximum", "minimum", "mul", "multiply",
-    "neg", "negative", "pow", "relu", "rsqrt", "sigmoid", "sin", "sqrt", "square", "sub",
-    "subtract", "tanh", "true_divide",
+    "abs": (unary.abs, BOTH),
+    "absolute": (unary.abs, BOTH),
+    "add": (arithmetic.add, BOTH),
+    "atan2": (pointwise.atan2, BOTH),
+    "ceil": (rounding.ceil, BOTH),
+    "clamp": (unary.clamp, BOTH),
+    "clamp_max": (pointwise.clamp_max, BOTH),
+    "clamp_max_": (pointwise.clamp_max_, BOTH),
+    "clamp_min": (pointwise.clamp_min, BOTH),
+    "clamp_min_": (pointwise.clamp_min_, BOTH),
+    "clip": (unary.clamp, BOTH),
+    "cos": (unary.cos, BOTH),
+    "div": (arithmetic.div, BOTH),
+    "divide": (arithmetic.div, BOTH),
+    "erf": (unary.erf, BOTH),
+    "exp": (unary.exp, BOTH),
+    "expm1": (pointwise.expm1, BOTH),
+    "floor": (rounding.floor, BOTH),
+    "floor_divide": (arithmetic.floor_divide, BOTH),
+    "fmod": (rounding.fmod, BOTH),
+    "gelu": (unary.gelu, METHOD),
+    "hypot": (pointwise.hypot, BOTH),
+    "lerp": (pointwise.lerp, BOTH),
+    "lerp_": (pointwise.lerp_, METHOD),
+    "log": (unary.log, BOTH),
+    "log1p": (pointwise.log1p, BOTH),
+    "masked_fill": (select.masked_fill, BOTH),
+    "maximum": (select.maximum, BOTH),
+    "minimum": (select.minimum, BOTH),
+    "mul": (arithmetic.mul, BOTH),
+    "multiply": (arithmetic.mul, BOTH),
+    "neg": (arithmetic.neg, BOTH),
+    "negative": (arithmetic.neg, BOTH),
+    "pow": (arithmetic.pow, BOTH),
+    "relu": (unary.relu, BOTH),
+    "remainder": (rounding.remainder, BOTH),
+    "round": (rounding.round, BOTH),
+    "rsqrt": (unary.rsqrt, BOTH),
+    "sigmoid": (unary.sigmoid, BOTH),
+    "sign": (rounding.sign, BOTH),
+    "sin": (unary.sin, BOTH),
+    "sqrt": (unary.sqrt, BOTH),
+    "square": (arithmetic.square, BOTH),
+    "sub": (arithmetic.sub, BOTH),
+    "subtract": (arithmetic.sub, BOTH),
+    "tanh": (unary.tanh, BOTH),
+    "true_divide": (arithmetic.div, BOTH),
+    "where": (select.where, FUNCTION),
     # comparisons and logic
-    "all", "allclose", "any", "eq", "equal", "ge", "greater", "greater_equal", "gt",
-    "isclose", "isfinite", "isinf", "isnan", "le", "less", "less_equal", "logical_and",
-    "logical_not", "logical_or", "lt", "ne", "not_equal",
+    "all": (compare.all, BOTH),
+    "allclose": (compare.allclose, BOTH),
+    "any": (compare.any, BOTH),
+    "eq": (compare.eq, BOTH),
+    "equal": (compare.equal, BOTH),
+    "ge": (compare.ge, BOTH),
+    "greater": (compare.gt, BOTH),
+    "greater_equal": (compare.ge, BOTH),
+    "gt": (compare.gt, BOTH),
+    "isclose": (compare.isclose, BOTH),
+    "isfinite": (compare.isfinite, BOTH),
+    "isinf": (compare.isinf, BOTH),
+    "isnan": (compare.isnan, BOTH),
+    "le": (compare.le, BOTH),
+    "less": (compare.lt, BOTH),
+    "less_equal": (compare.le, BOTH),
+    "logical_and": (compare.logical_and, BOTH),
+    "logical_not": (compare.logical_not, BOTH),
+    "logical_or": (compare.logical_or, BOTH),
+    "lt": (compare.lt, BOTH),
+    "ne": (compare.ne, BOTH),
+    "not_equal": (compare.ne, BOTH),
     # reductions and scans
-    "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logsumexp",
-    "max", "mean", "min", "softmax", "std", "sum", "sum_to_size", "var",
+    "amax": (reduce.amax, BOTH),
+    "amin": (reduce.amin, BOTH),
+    "argmax": (reduce.argmax, BOTH),
+    "argmin": (reduce.argmin, BOTH),
+    "cumprod": (scan.cumprod, BOTH),
+    "cumsum": (scan.cumsum, BOTH),
+    "log_softmax": (softmax.log_softmax, BOTH),
+    "logsumexp": (reduce.logsumexp, BOTH),
+    "max": (reduce.max, BOTH),
+    "mean": (reduce.mean, BOTH),
+    "min": (reduce.min, BOTH),
+    "norm": (norms.norm, BOTH),
+    "softmax": (softmax.softmax, BOTH),
+    "std": (reduce.std, BOTH),
+    "sum": (reduce.sum, BOTH),
+    "sum_to_size": (shape.sum_to_size, METHOD),
+    "trace": (diagonals.trace, BOTH),
+    "var": (reduce.var, BOTH),
     # products
-    "bmm", "dot", "matmul", "mm", "outer",
+    "addmm": (matmul_add.addmm, BOTH),
+    "baddbmm": (matmul_add.baddbmm, BOTH),
+    "bmm": (matmul.bmm, BOTH),
+    "dot": (matmul.dot, BOTH),
+    "einsum": (einsum.einsum, FUNCTION),
+    "matmul": (matmul.matmul, BOTH),
+    "mm": (matmul.mm, BOTH),
+    "outer": (matmul.outer, BOTH),
     # shape
-    "chunk", "clone", "contiguous", "expand_as", "flatten", "flip", "narrow", "repeat",
-    "repeat_interleave", "reshape_as", "roll", "select", "split", "squeeze", "swapaxes",
-    "swapdims", "tile", "transpose", "tril", "triu", "unbind", "unsqueeze", "view", "view_as",
+    "cat": (shape.cat, FUNCTION),
+    "concat": (shape.cat, FUNCTION),
+    "concatenate": (shape.cat, FUNCTION),
+    "chunk": (shape.chunk, BOTH),
+    "clone": (shape.clone, BOTH),
+    "contiguous": (shape.contiguous, METHOD),
+    "diag": (diagonals.diag, BOTH),
+    "diagonal": (diagonals.diagonal, BOTH),
+    "expand_as": (views.expand_as, METHOD),
+    "flatten": (shape.flatten, BOTH),
+    "flip": (rearrange.flip, BOTH),
+    "narrow": (views.narrow, BOTH),
+    "permute": (shape.permute, FUNCTION),
+    "repeat": (rearrange.repeat, METHOD),
+    "repeat_interleave": (rearrange.repeat_interleave, BOTH),
+    "reshape": (shape.reshape, FUNCTION),
+    "reshape_as": (views.reshape_as, METHOD),
+    "roll": (rearrange.roll, BOTH),
+    "select": (views.select, BOTH),
+    "split": (shape.split, BOTH),
+    "squeeze": (shape.squeeze, BOTH),
+    "stack": (shape.stack, FUNCTION),
+    "swapaxes": (shape.transpose, BOTH),
+    "swapdims": (shape.transpose, BOTH),
+    "tile": (rearrange.tile, BOTH),
+    "transpose": (shape.transpose, BOTH),
+    "tril": (select.tril, BOTH),
+    "triu": (select.triu, BOTH),
+    "unbind": (views.unbind, BOTH),
+    "unsqueeze": (shape.unsqueeze, BOTH),
+    "view": (views.view, METHOD),
+    "view_as": (views.view_as, METHOD),
     # selection, ordering and sampling
-    "argsort", "gather", "index_select", "multinomial", "scatter", "scatter_", "scatter_add",
-    "scatter_add_", "sort", "topk",
-)
+    "argsort": (sort.argsort, BOTH),
+    "argwhere": (search.argwhere, BOTH),
+    "bucketize": (search.bucketize, FUNCTION),
+    "gather": (gather.gather, BOTH),
+    "index_add": (index_write.index_add, BOTH),
+    "index_add_": (index_write.index_add_, METHOD),
+    "index_copy": (index_write.index_copy, BOTH),
+    "index_copy_": (index_write.index_copy_, METHOD),
+    "index_fill": (index_write.index_fill, BOTH),
+    "index_fill_": (index_write.index_fill_, METHOD),
+    "index_select": (gather.index_select, BOTH),
+    "masked_scatter": (index_write.masked_scatter, BOTH),
+    "masked_scatter_": (index_write.masked_scatter_, METHOD),
+    "masked_select": (index_read.masked_select, BOTH),
+    "multinomial": (sampling.multinomial, BOTH),
+    "nonzero": (search.nonzero, BOTH),
+    "scatter": (gather.scatter, BOTH),
+    "scatter_": (gather.scatter_, METHOD),
+    "scatter_add": (gather.scatter_add, BOTH),
+    "scatter_add_": (gather.scatter_add_, METHOD),
+    "searchsorted": (search.searchsorted, FUNCTION),
+    "sort": (sort.sort, BOTH),
+    "take": (index_read.take, BOTH),
+    "take_along_dim": (index_read.take_along_dim, BOTH),
+    "topk": (sort.topk, BOTH),
+    "unique": (search.unique, BOTH),}
 
-__all__ = [
-    "TENSOR_METHODS", "abs", "absolute", "add", "all", "allclose", "amax", "amin", "any",
-    "argmax", "argmin", "argsort", "bmm", "cat", "chunk", "clamp", "clip", "clone", "concat",
-    "concatenate", "contiguous", "cos", "cumprod", "cumsum", "div", "divide", "dot", "einsum",
-    "eq", "equal", "erf", "exp", "expand", "expand_as", "flatten", "flip", "floor_divide",
-    "gather", "ge", "gelu", "getitem", "greater", "greater_equal", "gt", "index_select",
-    "inplace", "isclose", "isfinite", "isinf", "isnan", "le", "less", "less_equal", "log",
-    "log_softmax", "logical_and", "logical_not", "logical_or", "logsumexp", "lt",
-    "masked_fill", "matmul", "max", "maximum", "mean", "min", "minimum", "mm", "mul",
-    "multinomial", "multiply", "narrow", "ne", "neg", "negative", "not_equal", "outer",
-    "permute", "pow", "relu", "repeat", "repeat_interleave", "reshape", "reshape_as", "roll",
-    "rsqrt", "scatter", "scatter_", "scatter_add", "scatter_add_", "select", "setitem_",
-    "sigmoid", "sin", "softmax", "sort", "split", "sqrt", "square", "squeeze", "stack", "std",
-    "sub", "subtract", "sum", "sum_to_size", "swapaxes", "swapdims", "tanh", "tile",
-    "to_device", "to_dtype", "topk", "transpose", "tril", "triu", "true_divide", "unbind",
-    "unsqueeze", "var", "view", "view_as", "where",
-]
+globals().update({name: function for name, (function, _) in OPS.items()})
+FUNCTIONS = tuple(name for name, (_, kind) in OPS.items() if kind != METHOD)
+TENSOR_METHODS = tuple(name for name, (_, kind) in OPS.items() if kind != FUNCTION)
+
+__all__ = ["OPS", "FUNCTIONS", "TENSOR_METHODS", "expand", "getitem", "inplace", "setitem_",
+           "to_device", "to_dtype", *OPS]

@@ -3,18 +3,14 @@ that never overflows), leaky_relu and elu (piecewise, with the kink's side chose
 PyTorch chooses it). Compositions of existing ops (silu, mish) live in nn.functional."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.select import where
-from minigrad.ops.unary import _floating, _mask_like, sigmoid
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.ops.unary import as_floating, mask_like, sigmoid
+from minigrad.tensor_base import TensorBase
 
 
-class Softplus(Function):
+class SoftplusFunction(Function):
     """out = ln(1 + e^x) = max(x, 0) + ln(1 + e^-|x|);  dx = g * sigmoid(x)"""
 
     def forward(self, x):
@@ -39,9 +35,9 @@ class LeakyRelu(Function):
 
     def backward(self, grad):
         (x,) = self.saved
-        positive = x.data > 0
+        positive = x.array > 0
         factor = x.xp.where(positive, 1.0, self.negative_slope)
-        return grad * _mask_like(factor, grad)
+        return grad * mask_like(factor, grad)
 
 
 class Elu(Function):
@@ -57,17 +53,17 @@ class Elu(Function):
     def backward(self, grad):
         x, out = self.saved
         # out + alpha = alpha e^x on the negative side: the output carries the slope
-        return grad * where(x.data > 0, 1.0, out + self.alpha)
+        return grad * where(x.array > 0, 1.0, out + self.alpha)
 
 
-def softplus(x: Tensor) -> Tensor:
+def softplus(x: TensorBase) -> TensorBase:
     """ln(1 + e^x), exact for every x (no linear threshold; see F.softplus for that)."""
-    return Softplus.apply(_floating(x))
+    return SoftplusFunction.apply(as_floating(x))
 
 
-def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
-    return LeakyRelu.apply(_floating(x), negative_slope=float(negative_slope))
+def leaky_relu(x: TensorBase, negative_slope: float = 0.01) -> TensorBase:
+    return LeakyRelu.apply(as_floating(x), negative_slope=float(negative_slope))
 
 
-def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    return Elu.apply(_floating(x), alpha=float(alpha))
+def elu(x: TensorBase, alpha: float = 1.0) -> TensorBase:
+    return Elu.apply(as_floating(x), alpha=float(alpha))

@@ -2,16 +2,13 @@
 sums them back to each input's shape."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad import dtypes
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
+from minigrad.kernels.power import power
 from minigrad.ops.operands import binary_operands
 from minigrad.ops.select import where
 from minigrad.tensor_base import TensorBase
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
 
 class Add(Function):
@@ -78,7 +75,7 @@ class PowScalar(Function):
     def forward(self, a, exponent):
         self.save_for_backward(a)
         self.exponent = exponent
-        return a**exponent
+        return power(a, exponent)
 
     def backward(self, grad):
         (a,) = self.saved
@@ -94,7 +91,7 @@ class Pow(Function):
     """out = a ** b;  da = g * b * a^(b-1),  db = g * out * log(a)"""
 
     def forward(self, a, b):
-        out = a**b
+        out = power(a, b)
         self.save_for_backward(a, b, out)
         return out
 
@@ -108,43 +105,31 @@ class Pow(Function):
         return grad_a, grad_b
 
 
-def _log_where_nonzero(a: Tensor, out: Tensor) -> Tensor:
+def _log_where_nonzero(a: TensorBase, out: TensorBase) -> TensorBase:
     nonzero = out != 0
     return where(nonzero, where(nonzero, a, 1.0).log(), 0.0)
 
 
-# add, sub and mul test inline for two tensors of one dtype (the common case, and every
-# backward rule's), which need no promotion: a helper function for that test cost 4% of
-# the instructions of a tiny add+mul (benchmarks/bench_instructions.py)
-def add(a, b, *, alpha=1) -> Tensor:
+def add(a, b, *, alpha=1) -> TensorBase:
     """a + alpha * b, with PyTorch's type promotion."""
     if alpha != 1:
         b = b * alpha
-    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
-            and a.data.dtype is b.data.dtype):
-        a, b = binary_operands(a, b)
-    return Add.apply(a, b)
+    return Add.apply(*binary_operands(a, b))
 
 
-def sub(a, b, *, alpha=1) -> Tensor:
+def sub(a, b, *, alpha=1) -> TensorBase:
     """a - alpha * b, with PyTorch's type promotion."""
     if alpha != 1:
         b = b * alpha
-    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
-            and a.data.dtype is b.data.dtype):
-        a, b = binary_operands(a, b)
-    return Sub.apply(a, b)
+    return Sub.apply(*binary_operands(a, b))
 
 
-def mul(a, b) -> Tensor:
+def mul(a, b) -> TensorBase:
     """a * b, with PyTorch's type promotion."""
-    if not (isinstance(a, TensorBase) and isinstance(b, TensorBase)
-            and a.data.dtype is b.data.dtype):
-        a, b = binary_operands(a, b)
-    return Mul.apply(a, b)
+    return Mul.apply(*binary_operands(a, b))
 
 
-def div(a, b, *, rounding_mode: str | None = None) -> Tensor:
+def div(a, b, *, rounding_mode: str | None = None) -> TensorBase:
     """a / b: true division (integers give the default float), or rounded with
     rounding_mode "trunc" (towards zero) or "floor" (towards -inf), which keeps integer
     dtypes and, as in PyTorch, has a zero gradient (the result is outside the graph)."""
@@ -156,42 +141,45 @@ def div(a, b, *, rounding_mode: str | None = None) -> Tensor:
     return Div.apply(a, b)
 
 
-def floor_divide(a, b) -> Tensor:
+def floor_divide(a, b) -> TensorBase:
     """a // b, rounded towards -inf (PyTorch's floor_divide and `//`)."""
     return div(a, b, rounding_mode="floor")
 
 
-def _rounded_division(a: Tensor, b: Tensor, rounding_mode: str) -> Tensor:
+def _rounded_division(a: TensorBase, b: TensorBase, rounding_mode: str) -> TensorBase:
     xp = a.xp
     if rounding_mode not in ("trunc", "floor"):
         raise ValueError(
             f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
         )
     if a.dtype.is_floating_point:
-        quotient = a.data / b.data
+        quotient = a.array / b.array
         rounded = xp.floor(quotient) if rounding_mode == "floor" else xp.trunc(quotient)
-        return a._wrap(xp.asarray(rounded, dtype=a.data.dtype))
-    if a.dtype.name == "bool" or bool((b.data == 0).any()):
+        return a._wrap(xp.asarray(rounded, dtype=a.array.dtype))
+    if a.dtype.name == "bool" or bool((b.array == 0).any()):
         raise RuntimeError(
             f"div: integer division by zero (or of bool tensors), shapes {tuple(a.shape)} "
             f"and {tuple(b.shape)}"
         )
-    floored = xp.floor_divide(a.data, b.data)
+    floored = xp.floor_divide(a.array, b.array)
     if rounding_mode == "trunc":  # floor differs from trunc where the exact quotient < 0
-        floored = floored + ((floored < 0) & (floored * b.data != a.data))
+        floored = floored + ((floored < 0) & (floored * b.array != a.array))
     return a._wrap(xp.asarray(floored))
 
 
-def neg(a: Tensor) -> Tensor:
+def neg(a: TensorBase) -> TensorBase:
+    """-a, elementwise."""
     return Neg.apply(a)
 
 
-def square(a: Tensor) -> Tensor:
+@autocast_op("square")
+def square(a: TensorBase) -> TensorBase:
     """a * a"""
     return mul(a, a)
 
 
-def pow(a, exponent) -> Tensor:  # noqa: A001  (torch's name)
+@autocast_op("pow")
+def pow(a, exponent) -> TensorBase:  # noqa: A001  (torch's name)
     """a ** exponent; a Python-number exponent is a constant of the op."""
     if isinstance(a, TensorBase) and isinstance(exponent, (int, float)) and not isinstance(
         exponent, bool

@@ -1,15 +1,11 @@
 """Changing dtype or device, differentiably (the gradient goes back the other way)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.backend import Device, device_of
 from minigrad.backend import to_device as _move
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
 
 
 class ToDtype(Function):
@@ -34,15 +30,15 @@ class ToDevice(Function):
         return grad.to(self.input_device)
 
 
-def to_dtype(x: Tensor, dtype: dtypes.dtype) -> Tensor:
-    if x.data.dtype == dtype.np:
+def to_dtype(x: TensorBase, dtype: dtypes.dtype) -> TensorBase:
+    if x.array.dtype == dtype.np:
         return x
     if x._requires_grad and not dtype.is_floating_point:
-        return x._wrap(x.data.astype(dtype.np))  # an integer result has no grad
+        return x._wrap(x.array.astype(dtype.np))  # an integer result has no grad
     return ToDtype.apply(x, dtype=dtype)
 
 
-def to_device(x: Tensor, device: Device) -> Tensor:
+def to_device(x: TensorBase, device: Device) -> TensorBase:
     if x.device == device:
         return x
     return ToDevice.apply(x, device=device)

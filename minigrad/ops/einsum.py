@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import math
 import string
-from typing import TYPE_CHECKING
 
 from minigrad import dtypes
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.shape import broadcast_to
 from minigrad.tensor_base import TensorBase
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
 # NumPy's contraction-path search costs ~20 us a call; it pays off (by handing the work to
 # BLAS) once the plain loop has more multiply-adds than this
@@ -47,7 +44,7 @@ class Einsum(Function):
             grads.append(self._operand_grad(i, grad, operands) if needs else None)
         return tuple(grads)
 
-    def _operand_grad(self, i: int, grad: Tensor, operands: tuple) -> Tensor:
+    def _operand_grad(self, i: int, grad: TensorBase, operands: tuple) -> TensorBase:
         others = [j for j in range(len(operands)) if j != i]
         subscripts = [self.output] + [self.subscripts[j] for j in others]
         known = set("".join(subscripts))
@@ -64,7 +61,8 @@ class Einsum(Function):
         return broadcast_to(inserted, tuple(sizes.get(c, n) for c, n in zip(letters, shape)))
 
 
-def einsum(equation: str, *operands) -> Tensor:
+@autocast_op("einsum")
+def einsum(equation: str, *operands) -> TensorBase:
     """The sum over every letter not in the output of the product of the operands, each
     indexed by its letters (see the module docstring). Accepts einsum(eq, a, b) and
     einsum(eq, [a, b]); operands are promoted to one dtype."""
@@ -136,7 +134,7 @@ def _parse(equation: str, operands) -> tuple[list, str]:
     return inputs, output
 
 
-def _expand(term: str, t: Tensor, broadcast: str, i: int, equation: str) -> str:
+def _expand(term: str, t: TensorBase, broadcast: str, i: int, equation: str) -> str:
     named = term.replace("...", "")
     if term.count("...") > 1:
         raise RuntimeError(f"einsum: operand {i} of {equation!r} has more than one '...'")
@@ -150,7 +148,7 @@ def _expand(term: str, t: Tensor, broadcast: str, i: int, equation: str) -> str:
     return term.replace("...", broadcast[len(broadcast) - extra:]) if "..." in term else term
 
 
-def _diagonal(t: Tensor, letters: str, equation: str) -> tuple:
+def _diagonal(t: TensorBase, letters: str, equation: str) -> tuple:
     """t indexed so that dims sharing a letter take their diagonal: ("ii", t) ->
     ("i", t[arange, arange]). Returns (tensor, distinct letters)."""
     distinct = "".join(dict.fromkeys(letters))
@@ -189,7 +187,7 @@ def _letter_sizes(inputs: list, operands: list, equation: str) -> dict:
 def _promoted(operands) -> list:
     result = operands[0].dtype
     for t in operands[1:]:
-        result = dtypes.promote(result, True, t.dtype, True)
+        result = dtypes.promote_types(result, t.dtype)
     devices = {t.device for t in operands}
     if len(devices) > 1:
         raise RuntimeError(

@@ -12,21 +12,20 @@ adding into zeros, is IndexAdd (repeated positions collect every gradient).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module, to_device
+from minigrad.determinism import alert_not_deterministic, are_deterministic_algorithms_enabled
 from minigrad.ops.indexing import GatherItem, IndexAdd, inplace
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
 
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
-
 
 class Scatter(Function):
     """out = x with out[positions] = src (where positions repeat, one of the values is
-    written, as in PyTorch);  dx = g with the written positions zeroed,  dsrc = g[positions]"""
+    written, as in PyTorch: on the GPU which one is up to CUDA, and
+    mg.use_deterministic_algorithms(True) refuses it);
+    dx = g with the written positions zeroed,  dsrc = g[positions]"""
 
     def forward(self, x, src, positions):
         self.positions = positions
@@ -37,7 +36,7 @@ class Scatter(Function):
     def backward(self, grad):
         grad_x = grad_src = None
         if self.needs_input_grad[0]:
-            kept = array_module(grad.data).ones(grad.data.shape, dtype=grad.data.dtype)
+            kept = array_module(grad.array).ones(grad.array.shape, dtype=grad.array.dtype)
             kept[self.positions] = 0
             grad_x = grad * grad._wrap(kept)
         if self.needs_input_grad[1]:
@@ -45,7 +44,7 @@ class Scatter(Function):
         return grad_x, grad_src
 
 
-def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+def gather(x: TensorBase, dim: int, index: TensorBase) -> TensorBase:
     """out[i][j][k] = x[i][index[i][j][k]][k] for dim=1 (and likewise for any dim); the
     output has index's shape. index must have x's number of dims and, apart from `dim`,
     sizes no larger than x's."""
@@ -55,8 +54,8 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return GatherItem.apply(x, index=positions)
 
 
-def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None,
-            reduce: str | None = None) -> Tensor:
+def scatter(x: TensorBase, dim: int, index: TensorBase, src=None, *, value=None,
+            reduce: str | None = None) -> TensorBase:
     """A copy of x with out[i][index[i][j][k]][k] = src[i][j][k] for dim=1 (src may be a
     tensor or a number; `value=` is the number form). reduce="add" is scatter_add."""
     if reduce == "add":
@@ -72,11 +71,16 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None,
             src = src.reshape(-1)
         return scatter(x.reshape(1), dim, index.reshape(-1), src).reshape(())
     dim, positions = _positions_in(x, dim, index, "scatter")
+    if (are_deterministic_algorithms_enabled() and isinstance(src, TensorBase)
+            and x.device.type != "cpu" and _repeats(positions, x.shape)):
+        alert_not_deterministic("scatter of a tensor on the GPU with an index that repeats "
+                                "a position")
     src = _source(x, src, index, "scatter")
     return Scatter.apply(x, src.to(x.dtype), positions=positions)
 
 
-def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+@autocast_op("scatter_add")
+def scatter_add(x: TensorBase, dim: int, index: TensorBase, src: TensorBase) -> TensorBase:
     """A copy of x with src[i][j][k] added at out[i][index[i][j][k]][k] for dim=1;
     positions that repeat receive the sum of their values."""
     if not isinstance(src, TensorBase):
@@ -88,23 +92,23 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return x + IndexAdd.apply(src, index=positions, shape=x.shape)
 
 
-def scatter_(x: Tensor, dim: int, index: Tensor, src=None, *, value=None,
-             reduce: str | None = None) -> Tensor:
+def scatter_(x: TensorBase, dim: int, index: TensorBase, src=None, *, value=None,
+             reduce: str | None = None) -> TensorBase:
     """In-place scatter (outside the graph, like every in-place op)."""
     return inplace(x, "copy", scatter(x.detach(), dim, index, src, value=value,
                                       reduce=reduce))
 
 
-def scatter_add_(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+def scatter_add_(x: TensorBase, dim: int, index: TensorBase, src: TensorBase) -> TensorBase:
     """In-place scatter_add (outside the graph, like every in-place op)."""
     return inplace(x, "copy", scatter_add(x.detach(), dim, index, src.detach()))
 
 
-def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+def index_select(x: TensorBase, dim: int, index: TensorBase) -> TensorBase:
     """The slices of x at the positions `index` (a vector of ints) along dim:
     out.shape[dim] == len(index)."""
     if x.ndim == 0:  # as a 1-element vector, giving a 0-d result
-        if index.data.size != 1:
+        if index.array.size != 1:
             raise IndexError(f"index_select: a 0-d input takes exactly one index, got "
                              f"shape {tuple(index.shape)}")
         return index_select(x.reshape(1), dim, index.reshape(1)).reshape(())
@@ -120,7 +124,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return GatherItem.apply(x, index=(slice(None),) * dim + (index_array,))
 
 
-def _positions_in(x: Tensor, dim: int, index: Tensor, op: str) -> tuple:
+def _positions_in(x: TensorBase, dim: int, index: TensorBase, op: str) -> tuple:
     """Check index against x for gather/scatter (dtype, dims, sizes, range) and return
     (dim, the advanced index of the positions it names)."""
     dim = normalize_dim(dim, x.ndim, op)
@@ -152,7 +156,18 @@ def _positions(index, dim: int) -> tuple:
     )
 
 
-def _index_array(x: Tensor, index, op: str):
+def _repeats(positions: tuple, shape: tuple) -> bool:
+    """True when two entries of the advanced index `positions` name one element of an
+    array of `shape` (its C-order offsets, sum of position * stride, repeat)."""
+    offsets, stride = 0, 1
+    for position, size in zip(reversed(positions), reversed(shape)):
+        offsets = offsets + position * stride
+        stride *= size
+    offsets = offsets.reshape(-1)
+    return int(array_module(offsets).unique(offsets).size) < offsets.size
+
+
+def _index_array(x: TensorBase, index, op: str):
     """The index tensor's array on x's device, or an error naming what was expected."""
     if not isinstance(index, TensorBase):
         raise TypeError(f"{op}: index must be an int64 tensor, got {type(index).__name__}")
@@ -161,10 +176,10 @@ def _index_array(x: Tensor, index, op: str):
             f"{op}: expected an int64 index tensor, got {index.dtype} of shape "
             f"{tuple(index.shape)}"
         )
-    return to_device(index.data, x.device)
+    return to_device(index.array, x.device)
 
 
-def _check_range(index, size: int, dim: int, x: Tensor, op: str) -> None:
+def _check_range(index, size: int, dim: int, x: TensorBase, op: str) -> None:
     if not index.size:
         return
     outside = (index < 0) | (index >= size)
@@ -176,12 +191,12 @@ def _check_range(index, size: int, dim: int, x: Tensor, op: str) -> None:
         )
 
 
-def _source(x: Tensor, src, index: Tensor, op: str) -> Tensor:
+def _source(x: TensorBase, src, index: TensorBase, op: str) -> TensorBase:
     """src as a tensor cut to index's shape (PyTorch reads only that corner of it); a
     number becomes a constant of index's shape."""
     if not isinstance(src, TensorBase):
         xp = x.xp
-        return x._wrap(xp.full(index.data.shape, src, dtype=x.data.dtype))
+        return x._wrap(xp.full(index.array.shape, src, dtype=x.array.dtype))
     if src.ndim != index.ndim or any(s < n for s, n in zip(src.shape, index.shape)):
         raise RuntimeError(
             f"{op}: src of shape {tuple(src.shape)} must have index's number of dims and "

@@ -2,17 +2,13 @@
 and the in-place writes `x[index] = v`, `add_`, `mul_`, ... (outside the graph)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from minigrad import kernels
 from minigrad.autograd.function import Function
 from minigrad.autograd.grad_mode import MODES
 from minigrad.backend import array_module, device_of, to_device
 from minigrad.tensor_base import TensorBase
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
 
 class GetItem(Function):
@@ -38,23 +34,23 @@ class GatherItem(GetItem):
 
 
 class IndexAdd(Function):
-    """out = zeros(shape) with g added at index (the adjoint of GetItem);  dg = dout[index]"""
+    """out = zeros(shape) with g added at index (the adjoint of GetItem);  dg = dout[index]
+    (positions that repeat get the sum of their gradients, added in an order fixed by the
+    index, so that GPU runs repeat exactly: kernels/segment_sum.py)"""
 
     def forward(self, grad, index, shape):
         self.index = index
-        xp = array_module(grad)
-        out = xp.zeros(shape, dtype=grad.dtype)
         if _is_basic(index):
+            out = array_module(grad).zeros(shape, dtype=grad.dtype)
             out[index] = grad  # basic indexing never repeats an element
-        else:
-            xp.add.at(out, index, grad)  # CuPy has ufunc.at since v12
-        return out
+            return out
+        return kernels.index_add(shape, index, grad)
 
     def backward(self, grad):
         return GetItem.apply(grad, index=self.index)
 
 
-def getitem(x: Tensor, index) -> Tensor:
+def getitem(x: TensorBase, index) -> TensorBase:
     index = _to_array_index(index, x)
     basic = _is_basic(index)
     if not basic:
@@ -69,16 +65,16 @@ def getitem(x: Tensor, index) -> Tensor:
         ) from exc
 
 
-def setitem_(x: Tensor, index, value) -> None:
+def setitem_(x: TensorBase, index, value) -> None:
     """x[index] = value, in place (a value on another device is copied over, as copy_
     does)."""
-    _check_inplace(x, "setitem")
+    check_inplace(x, "setitem")
     index = _to_array_index(index, x)
     if not _is_basic(index):
         _check_index_arrays_in_range(index, x)
     value = _operand(value, x, "setitem", copies=True)
     try:
-        x.data[index] = value
+        x.array[index] = value
     except (IndexError, ValueError) as exc:
         raise IndexError(
             f"setitem: cannot assign a value of shape {getattr(value, 'shape', ())} to index "
@@ -87,12 +83,12 @@ def setitem_(x: Tensor, index, value) -> None:
     x._version[0] += 1
 
 
-def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor:
+def inplace(x: TensorBase, op: str, value, mask=None, low=None, high=None) -> TensorBase:
     """Apply an in-place update to x's array and bump its version (see Tensor.add_)."""
-    _check_inplace(x, op + "_")
+    check_inplace(x, op + "_")
     xp = x.xp
     operand = _operand(value, x, op + "_", copies=op in ("copy", "masked_fill"))
-    data = x.data
+    data = x.array
     try:
         if op == "add":
             data += operand
@@ -118,12 +114,12 @@ def inplace(x: Tensor, op: str, value, mask=None, low=None, high=None) -> Tensor
     return x
 
 
-def _operand(value, x: Tensor, op: str, copies: bool, what: str = "the value"):
+def _operand(value, x: TensorBase, op: str, copies: bool, what: str = "the value"):
     """The raw array (or Python scalar) of an in-place update of x. An array on another
     device is copied to x's when the update writes it (copy_, x[i] = v: PyTorch copies
     across devices there) and refused, naming both devices, when it is combined with x
     (add_, a mask). Lists become arrays on x's device."""
-    array = value.data if isinstance(value, TensorBase) else value
+    array = value.array if isinstance(value, TensorBase) else value
     if isinstance(array, (list, tuple)):
         return x.xp.asarray(array)
     if not hasattr(array, "shape") or isinstance(array, np.generic):
@@ -139,7 +135,7 @@ def _operand(value, x: Tensor, op: str, copies: bool, what: str = "the value"):
     )
 
 
-def _check_inplace(x: Tensor, op: str) -> None:
+def check_inplace(x: TensorBase, op: str) -> None:
     if MODES.grad_enabled and x._requires_grad:
         kind = "a leaf tensor" if x.grad_fn is None else "a tensor in the graph"
         raise RuntimeError(
@@ -149,31 +145,31 @@ def _check_inplace(x: Tensor, op: str) -> None:
         )
 
 
-def _to_array_index(index, x: Tensor):
+def _to_array_index(index, x: TensorBase):
     """Replace tensors inside an index by their arrays (on x's device)."""
     if isinstance(index, tuple):
         return tuple(_index_part(part, x) for part in index)
     return _index_part(index, x)
 
 
-def _index_part(part, x: Tensor):
+def _index_part(part, x: TensorBase):
     if isinstance(part, TensorBase):
         if part.dtype.is_floating_point:
             raise IndexError(
                 f"tensors used as indices must be int64 or bool, got {part.dtype} of shape "
                 f"{tuple(part.shape)}"
             )
-        return to_device(part.data, x.device)  # an index may live on the other device
+        return to_device(part.array, x.device)  # an index may live on the other device
     if isinstance(part, list):
         return x.xp.asarray(part)
     return part
 
 
-def _check_index_arrays_in_range(index, x: Tensor) -> None:
+def _check_index_arrays_in_range(index, x: TensorBase) -> None:
     """Raise IndexError, with NumPy's message, for an integer-array index out of range.
     NumPy checks itself; CuPy wraps such indices around instead, so on the GPU the check
     is made here (one device sync per index array)."""
-    if x.data.__class__ is np.ndarray:
+    if x.array.__class__ is np.ndarray:
         return
     parts = index if isinstance(index, tuple) else (index,)
     explicit = sum(_dims_indexed(p) for p in parts)

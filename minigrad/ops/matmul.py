@@ -2,14 +2,11 @@
 minigrad.kernels, which picks BLAS or a Numba kernel."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad import kernels
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.ops.operands import binary_operands
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
 
 
 class MatMul(Function):
@@ -35,7 +32,7 @@ class MatMul(Function):
                 rows_a, rows_grad = a.reshape(-1, a.shape[-1]), grad.reshape(-1, grad.shape[-1])
             else:
                 rows_a, rows_grad = a, grad
-            if b.ndim == 2 and b.data.flags.f_contiguous and not b.data.flags.c_contiguous:
+            if b.ndim == 2 and b.array.flags.f_contiguous and not b.array.flags.c_contiguous:
                 # b is a transposed matrix (x @ w.T): make its gradient (g^T a)^T, which is
                 # laid out as b is, so that w's gradient comes out contiguous, uncopied
                 grad_b = (rows_grad.transpose(-1, -2) @ rows_a).transpose(-1, -2)
@@ -69,10 +66,11 @@ class MatMul(Function):
         return grad_a, grad_b
 
 
-def matmul(a, b) -> Tensor:
+@autocast_op("matmul")
+def matmul(a, b) -> TensorBase:
     """a @ b; a 1-D operand is treated as a row (left) or column (right) vector."""
     a, b = binary_operands(a, b)
-    shape_a, shape_b = a.data.shape, b.data.shape
+    shape_a, shape_b = a.array.shape, b.array.shape
     if not shape_a or not shape_b:
         raise RuntimeError(
             f"matmul: both arguments need at least 1 dimension, got shapes {shape_a} "
@@ -87,13 +85,15 @@ def matmul(a, b) -> Tensor:
     return MatMul.apply(a, b)
 
 
-def mm(a: Tensor, b: Tensor) -> Tensor:
+@autocast_op("mm")
+def mm(a: TensorBase, b: TensorBase) -> TensorBase:
     """Matrix product of two 2-D tensors (no broadcasting)."""
     _check_dims("mm", a, b, 2)
     return matmul(a, b)
 
 
-def bmm(a: Tensor, b: Tensor) -> Tensor:
+@autocast_op("bmm")
+def bmm(a: TensorBase, b: TensorBase) -> TensorBase:
     """Batched matrix product of (B, n, k) and (B, k, m) tensors (no broadcasting)."""
     _check_dims("bmm", a, b, 3)
     if a.shape[0] != b.shape[0]:
@@ -102,7 +102,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     return matmul(a, b)
 
 
-def dot(a: Tensor, b: Tensor) -> Tensor:
+@autocast_op("dot")
+def dot(a: TensorBase, b: TensorBase) -> TensorBase:
     """Inner product of two vectors of one length."""
     _check_dims("dot", a, b, 1)
     if a.shape[0] != b.shape[0]:
@@ -111,13 +112,13 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     return matmul(a, b)
 
 
-def outer(a: Tensor, b: Tensor) -> Tensor:
+def outer(a: TensorBase, b: TensorBase) -> TensorBase:
     """out[i, j] = a[i] * b[j] for vectors a and b."""
     _check_dims("outer", a, b, 1)
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
-def _check_dims(op: str, a: Tensor, b: Tensor, ndim: int) -> None:
+def _check_dims(op: str, a: TensorBase, b: TensorBase, ndim: int) -> None:
     if a.ndim != ndim or b.ndim != ndim:
         raise RuntimeError(f"{op}: expected two {ndim}-D tensors, got shapes "
                            f"{tuple(a.shape)} and {tuple(b.shape)}")

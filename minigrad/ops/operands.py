@@ -1,56 +1,63 @@
 """Turning op arguments into tensors: Python scalars, arrays and type promotion."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import numpy as np
 
 from minigrad import dtypes
 from minigrad.ops.cast import to_dtype
 from minigrad.tensor_base import TensorBase
 
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
-
-def as_tensor_like(value, like: Tensor, dtype: dtypes.dtype | None = None) -> Tensor:
+def as_tensor_like(value, like: TensorBase, dtype: dtypes.dtype | None = None) -> TensorBase:
     """`value` (scalar, array or tensor) as a tensor on `like`'s device."""
     if isinstance(value, TensorBase):
         return value
     dtype = dtype or like.dtype
-    return like._wrap(like.xp.asarray(value, dtype=dtype.np))
+    try:
+        array = like.xp.asarray(value, dtype=dtype.np)
+    except OverflowError:  # a Python int beyond a narrow integer dtype wraps, as in PyTorch
+        array = like.xp.asarray(value).astype(dtype.np)
+    return like._wrap(array)
 
 
-def binary_operands(a, b) -> tuple[Tensor, Tensor]:
+def binary_operands(a, b) -> tuple[TensorBase, TensorBase]:
     """Both operands as tensors of the promoted dtype (PyTorch's rules, see dtypes.py)."""
     a_is_tensor = isinstance(a, TensorBase)
     b_is_tensor = isinstance(b, TensorBase)
-    if a_is_tensor and b_is_tensor:
-        if a.data.dtype is b.data.dtype or a.data.dtype == b.data.dtype:
-            return a, b
-        result = dtypes.promote(a.dtype, a.ndim > 0, b.dtype, b.ndim > 0)
-        return _cast(a, result), _cast(b, result)
-    if a_is_tensor:
-        result = _with_scalar(a, b)
-        return _cast(a, result), as_tensor_like(b, a, result)
-    if b_is_tensor:
-        result = _with_scalar(b, a)
-        return as_tensor_like(a, b, result), _cast(b, result)
-    raise TypeError(f"expected at least one Tensor operand, got {type(a)} and {type(b)}")
+    if not (a_is_tensor or b_is_tensor):
+        raise TypeError(f"expected at least one Tensor operand, got {type(a)} and {type(b)}")
+    if a_is_tensor and b_is_tensor and (a.array.dtype is b.array.dtype
+                                        or a.array.dtype == b.array.dtype):
+        return a, b
+    result = result_type(a, b)
+    like = a if a_is_tensor else b
+    return _operand(a, like, result), _operand(b, like, result)
 
 
-def _with_scalar(t: Tensor, other) -> dtypes.dtype:
-    if isinstance(other, (bool, int, float)):
-        return dtypes.promote(t.dtype, True, dtypes.of_python_scalar(other), False)
-    other_dtype = dtypes.from_numpy(t.xp.asarray(other).dtype)
-    return dtypes.promote(t.dtype, True, other_dtype, True)
+def result_type(tensor1, tensor2) -> dtypes.dtype:
+    """The dtype of a binary op on these operands (torch.result_type): each a tensor, a
+    Python or NumPy number, or an array (ranked as a tensor of its shape)."""
+    return dtypes.promote(*_dtype_and_rank(tensor1), *_dtype_and_rank(tensor2))
 
 
-def _cast(t: Tensor, dtype: dtypes.dtype) -> Tensor:
-    if t.data.dtype == dtype.np:
-        return t
-    return to_dtype(t, dtype)
+def _dtype_and_rank(value) -> tuple[dtypes.dtype, int]:
+    if isinstance(value, TensorBase):
+        dtype, ndim = value.dtype, value.array.ndim
+    elif isinstance(value, (bool, int, float, np.generic)):
+        return dtypes.of_python_scalar(value), dtypes.SCALAR
+    else:
+        array = value if hasattr(value, "dtype") else np.asarray(value)
+        dtype, ndim = dtypes.from_numpy(array.dtype), array.ndim
+    return dtype, dtypes.DIMENSIONED if ndim else dtypes.ZERO_DIM
 
 
-def check_same_device(op: str, tensor: Tensor, **others: Tensor | None) -> None:
+def _operand(value, like: TensorBase, dtype: dtypes.dtype) -> TensorBase:
+    if not isinstance(value, TensorBase):
+        return as_tensor_like(value, like, dtype)
+    return value if value.array.dtype == dtype.np else to_dtype(value, dtype)
+
+
+def check_same_device(op: str, tensor: TensorBase, **others: TensorBase | None) -> None:
     """RuntimeError naming both devices when one of `others` (raw-array arguments of an
     op, which Function.apply cannot see) is on another device than `tensor`."""
     for name, other in others.items():

@@ -3,16 +3,12 @@ repeat_interleave. Each output is a new array (as in PyTorch, not a view)."""
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING
 
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module, to_device
 from minigrad.ops.gather import index_select
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
 
 class Flip(Function):
@@ -55,7 +51,7 @@ class Repeat(Function):
         return summed.reshape(self.input_shape)
 
 
-def flip(x: Tensor, *dims) -> Tensor:
+def flip(x: TensorBase, *dims) -> TensorBase:
     """x with the order of elements reversed along each of dims: flip(x, (0, 1)),
     flip(x, 0, 1) and x.flip(0, 1) alike."""
     dims = _dims(dims[0] if len(dims) == 1 else dims, x.ndim, "flip")
@@ -64,7 +60,7 @@ def flip(x: Tensor, *dims) -> Tensor:
     return Flip.apply(x, dims=dims) if dims else x
 
 
-def roll(x: Tensor, shifts, dims=None) -> Tensor:
+def roll(x: TensorBase, shifts, dims=None) -> TensorBase:
     """x shifted cyclically: element i of a rolled dim moves to (i + shift) % size.
     Without dims the tensor is rolled as if flattened, then given its shape back."""
     shifts = (shifts,) if isinstance(shifts, int) else tuple(operator.index(s) for s in shifts)
@@ -81,7 +77,7 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     return Roll.apply(x, shifts=shifts, dims=dims)
 
 
-def repeat(x: Tensor, *repeats) -> Tensor:
+def repeat(x: TensorBase, *repeats) -> TensorBase:
     """x tiled repeats[d] times along dim d (Tensor.repeat: x.repeat(2, 3) or
     x.repeat((2, 3))); more counts than dims add leading dims."""
     repeats = _counts(repeats, "repeat")
@@ -93,22 +89,22 @@ def repeat(x: Tensor, *repeats) -> Tensor:
     return Repeat.apply(x, repeats=repeats)
 
 
-def tile(x: Tensor, *dims) -> Tensor:
+def tile(x: TensorBase, *dims) -> TensorBase:
     """x tiled dims[d] times along dim d; fewer counts than dims repeat the last dims
     (numpy.tile's rule, unlike repeat)."""
     dims = _counts(dims, "tile")
     return repeat(x, (1,) * (x.ndim - len(dims)) + dims)
 
 
-def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
-                      output_size: int | None = None) -> Tensor:
+def repeat_interleave(x: TensorBase, repeats=None, dim: int | None = None, *,
+                      output_size: int | None = None) -> TensorBase:
     """Each element (or slice along dim) repeated `repeats` times in place:
     [a, b] -> [a, a, b, b]. repeats is a number or a tensor with a count per element;
     without dim, x is flattened first. repeat_interleave(counts) alone gives
     [0]*counts[0] + [1]*counts[1] + ..."""
     if repeats is None:  # the one-argument form: x holds the counts
         counts = x
-        return repeat_interleave(x._wrap(x.xp.arange(counts.data.size)), counts, 0)
+        return repeat_interleave(x._wrap(x.xp.arange(counts.array.size)), counts, 0)
     if dim is None:
         x, dim = x.reshape(-1), 0
     dim = normalize_dim(dim, x.ndim, "repeat_interleave")
@@ -124,7 +120,7 @@ def repeat_interleave(x: Tensor, repeats=None, dim: int | None = None, *,
     return index_select(x, dim, x._wrap(positions.astype(xp.int64, copy=False)))
 
 
-def _repeat_counts(repeats, size: int, x: Tensor):
+def _repeat_counts(repeats, size: int, x: TensorBase):
     xp = x.xp
     if isinstance(repeats, TensorBase):
         if repeats.dtype.is_floating_point or repeats.ndim > 1:
@@ -132,7 +128,7 @@ def _repeat_counts(repeats, size: int, x: Tensor):
                 f"repeat_interleave: repeats must be an int64 number or vector, got "
                 f"{repeats.dtype} of shape {tuple(repeats.shape)}"
             )
-        counts = to_device(repeats.data, x.device).reshape(-1)
+        counts = to_device(repeats.array, x.device).reshape(-1)
         if counts.size == 1:
             counts = xp.full(size, counts[0])
     else:

@@ -9,20 +9,17 @@ from __future__ import annotations
 import functools
 import math
 from collections import namedtuple
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from minigrad import dtypes
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import normalize_dim, normalize_dims
 from minigrad.ops.select import maximum, minimum, where
 from minigrad.ops.shape import broadcast_to
 from minigrad.tensor_base import TensorBase
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -57,9 +54,9 @@ class Amax(Function):
 
     def backward(self, grad):
         (x,) = self.saved
-        is_extreme = x.data == self.extreme
+        is_extreme = x.array == self.extreme
         share = is_extreme / is_extreme.sum(axis=self.dims, keepdims=True)
-        share = x._wrap(share.astype(x.data.dtype, copy=False))
+        share = x._wrap(share.astype(x.array.dtype, copy=False))
         return broadcast_to(grad.reshape(self.extreme.shape), x.shape) * share
 
 
@@ -74,14 +71,17 @@ class StdFromVar(Function):
 
     def backward(self, grad):
         (out,) = self.saved
-        zero = out.data == 0
+        zero = out.array == 0
         safe = where(zero, 1.0, out)
         return where(zero, 0.0, grad / (safe * 2))
 
 
-def sum(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+@autocast_op("sum")
+def sum(x: TensorBase, dim=None, keepdim: bool = False) -> TensorBase:  # noqa: A001
+    """The sum over `dim` (an int, a tuple, or None for all dims); keepdim keeps
+    the summed dims with size 1. Integers and bools sum to int64, as in PyTorch."""
     dims = normalize_dims(dim, x.ndim, "sum")
-    if x.dtype is dtypes.bool_:
+    if not x.dtype.is_floating_point:  # bool and integers sum as int64, as in PyTorch
         x = x.to(dtypes.int64)
     return Sum.apply(x, dims=dims, keepdim=keepdim)
 
@@ -99,7 +99,8 @@ def _in_float32(reduction):
 
 
 @_in_float32
-def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def mean(x: TensorBase, dim=None, keepdim: bool = False) -> TensorBase:
+    """The mean over `dim` (an int, a tuple, or None for all dims), for floating dtypes."""
     if not x.dtype.is_floating_point:
         raise RuntimeError(
             f"mean: expected a floating point tensor, got {x.dtype}; use .float() first"
@@ -108,7 +109,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return sum(x, dims, keepdim) * (1.0 / _count(x.shape, dims))
 
 
-def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+def max(x: TensorBase, dim=None, keepdim: bool = False):  # noqa: A001
     """max over all elements, (values, indices) along `dim`, or, given a tensor in place
     of dim, the elementwise maximum of the two (like torch.max)."""
     if isinstance(dim, TensorBase):
@@ -116,35 +117,41 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
     return _extreme(x, dim, keepdim, smallest=False)
 
 
-def min(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001
+def min(x: TensorBase, dim=None, keepdim: bool = False):  # noqa: A001
     """min over all elements, (values, indices) along `dim`, or the elementwise minimum."""
     if isinstance(dim, TensorBase):
         return minimum(x, dim)
     return _extreme(x, dim, keepdim, smallest=True)
 
 
-def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def amax(x: TensorBase, dim=None, keepdim: bool = False) -> TensorBase:
+    """The largest value over `dim` (an int, a tuple, or None for all dims); the gradient
+    is shared equally among tied maxima, as in PyTorch."""
     _check_nonempty(x, "amax")
     return Amax.apply(x, dims=normalize_dims(dim, x.ndim, "amax"), keepdim=keepdim)
 
 
-def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def amin(x: TensorBase, dim=None, keepdim: bool = False) -> TensorBase:
+    """The smallest value over `dim` (an int, a tuple, or None for all dims); the gradient
+    is shared equally among tied minima, as in PyTorch."""
     _check_nonempty(x, "amin")
     return Amax.apply(x, dims=normalize_dims(dim, x.ndim, "amin"), keepdim=keepdim,
                       smallest=True)
 
 
-def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def argmax(x: TensorBase, dim=None, keepdim: bool = False) -> TensorBase:
+    """The index of the largest value along `dim` (of the flattened tensor for None), int64."""
     return _arg_extreme(x, dim, keepdim, "argmax")
 
 
-def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+def argmin(x: TensorBase, dim=None, keepdim: bool = False) -> TensorBase:
+    """The index of the smallest value along `dim` (of the flattened tensor for None), int64."""
     return _arg_extreme(x, dim, keepdim, "argmin")
 
 
 @_in_float32
-def var(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
-        correction=None) -> Tensor:
+def var(x: TensorBase, dim=None, unbiased: bool = True, keepdim: bool = False,
+        correction=None) -> TensorBase:
     """sum((x - mean)^2) / (N - correction); correction defaults to 1 (unbiased)."""
     if correction is None:
         correction = 1 if unbiased else 0
@@ -156,23 +163,26 @@ def var(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
 
 
 @_in_float32
-def std(x: Tensor, dim=None, unbiased: bool = True, keepdim: bool = False,
-        correction=None) -> Tensor:
+def std(x: TensorBase, dim=None, unbiased: bool = True, keepdim: bool = False,
+        correction=None) -> TensorBase:
+    """sqrt(var(x)): the standard deviation over `dim`, with Bessel's correction unless
+    unbiased=False (or `correction` says otherwise)."""
     return StdFromVar.apply(var(x, dim, unbiased, keepdim, correction))
 
 
+@autocast_op("logsumexp")
 @_in_float32
-def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
+def logsumexp(x: TensorBase, dim, keepdim: bool = False) -> TensorBase:
     """log(sum(exp(x))) computed as m + log(sum(exp(x - m))), m = max (0 if -inf)."""
     dims = normalize_dims(dim, x.ndim, "logsumexp")
     xp = x.xp
-    shift = x.data.max(axis=dims, keepdims=True)
-    shift = x._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.data.dtype))
+    shift = x.array.max(axis=dims, keepdims=True)
+    shift = x._wrap(xp.where(xp.isfinite(shift), shift, 0).astype(x.array.dtype))
     out = sum((x - shift).exp(), dims, keepdim=True).log() + shift
     return out if keepdim else out.reshape(*_reduced_shape(x.shape, dims))
 
 
-def _extreme(x: Tensor, dim, keepdim: bool, smallest: bool):
+def _extreme(x: TensorBase, dim, keepdim: bool, smallest: bool):
     op = "min" if smallest else "max"
     _check_nonempty(x, op)
     if dim is None:
@@ -184,7 +194,7 @@ def _extreme(x: Tensor, dim, keepdim: bool, smallest: bool):
     # gather at the returned index, so that on ties the gradient goes to that one element
     # (as in PyTorch); amax and the full reduction share it among the ties instead
     xp = x.xp
-    kept = indices.data if keepdim else xp.expand_dims(indices.data, axis)
+    kept = indices.array if keepdim else xp.expand_dims(indices.array, axis)
     index = tuple(
         kept if d == axis else xp.arange(n).reshape([-1 if i == d else 1 for i in range(x.ndim)])
         for d, n in enumerate(x.shape)
@@ -193,20 +203,20 @@ def _extreme(x: Tensor, dim, keepdim: bool, smallest: bool):
     return MaxResult(values if keepdim else values.squeeze(axis), indices)
 
 
-def _arg_extreme(x: Tensor, dim, keepdim: bool, op: str) -> Tensor:
+def _arg_extreme(x: TensorBase, dim, keepdim: bool, op: str) -> TensorBase:
     _check_nonempty(x, op)
     xp = x.xp
     if dim is None:
-        index = getattr(xp, op)(x.data.reshape(-1))
+        index = getattr(xp, op)(x.array.reshape(-1))
         shape = (1,) * x.ndim if keepdim else ()
         return x._wrap(xp.asarray(index, dtype=xp.int64).reshape(shape))
     axis = normalize_dim(dim, x.ndim, op)
-    index = getattr(xp, op)(x.data, axis=axis, keepdims=keepdim)
+    index = getattr(xp, op)(x.array, axis=axis, keepdims=keepdim)
     return x._wrap(xp.asarray(index, dtype=xp.int64))  # 0-d gives a scalar
 
 
-def _check_nonempty(x: Tensor, op: str) -> None:
-    if x.data.size == 0:
+def _check_nonempty(x: TensorBase, op: str) -> None:
+    if x.array.size == 0:
         raise RuntimeError(f"{op}: expected a non-empty tensor, got shape {tuple(x.shape)}")
 
 

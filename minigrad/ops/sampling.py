@@ -1,18 +1,13 @@
 """Drawing category indices from probabilities: multinomial (no gradient)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad import dtypes
-from minigrad.generator import source
-
-if TYPE_CHECKING:
-    from minigrad.generator import Generator
-    from minigrad.tensor import Tensor
+from minigrad.generator import Generator, source
+from minigrad.tensor_base import TensorBase
 
 
-def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
-                generator: Generator | None = None) -> Tensor:
+def multinomial(probs: TensorBase, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> TensorBase:
     """num_samples int64 category indices per row of `probs` (1-D, or 2-D for one draw
     per row), each drawn with probability proportional to its weight (weights need not
     sum to 1). Without replacement a category is drawn at most once per row."""
@@ -47,7 +42,7 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, *,
     return probs._wrap(picks if probs.ndim == 2 else picks.reshape(num_samples))
 
 
-def _checked_weights(probs: Tensor, num_samples: int, replacement: bool):
+def _checked_weights(probs: TensorBase, num_samples: int, replacement: bool):
     """The weights as float64 rows, after PyTorch's checks."""
     if not probs.dtype.is_floating_point:
         raise RuntimeError(f"multinomial: expected floating point weights, got {probs.dtype}")
@@ -58,7 +53,7 @@ def _checked_weights(probs: Tensor, num_samples: int, replacement: bool):
         raise RuntimeError(f"multinomial: num_samples must be a positive integer, got "
                            f"{num_samples!r}")
     xp = probs.xp
-    rows = probs.data.reshape(-1, probs.shape[-1]).astype(xp.float64)
+    rows = probs.array.reshape(-1, probs.shape[-1]).astype(xp.float64)
     if bool((~xp.isfinite(rows) | (rows < 0)).any()):
         raise RuntimeError("multinomial: weights must be finite and >= 0 (found inf, nan or "
                            f"a negative value in shape {tuple(probs.shape)})")

@@ -1,15 +1,10 @@
 """Choosing between values: where, masked_fill, maximum/minimum, triu/tril."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import binary_operands
 from minigrad.tensor_base import TensorBase
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
 
 
 class Where(Function):
@@ -35,8 +30,8 @@ class Maximum(Function):
 
     def backward(self, grad):
         a, b = self.saved
-        share_a = (a.data > b.data) + 0.5 * (a.data == b.data)
-        share_a = grad._wrap(share_a.astype(grad.data.dtype, copy=False))
+        share_a = (a.array > b.array) + 0.5 * (a.array == b.array)
+        share_a = grad._wrap(share_a.astype(grad.array.dtype, copy=False))
         return grad * share_a, grad * (1 - share_a)
 
 
@@ -52,42 +47,46 @@ class Triangle(Function):
         return _triangle(grad, self.diagonal, self.upper)
 
 
-def where(condition, a, b) -> Tensor:
+def where(condition, a, b) -> TensorBase:
     """Elementwise `a if condition else b`, broadcasting all three."""
     a, b = binary_operands(a, b)
-    condition_array = condition.data if isinstance(condition, TensorBase) else condition
+    condition_array = condition.array if isinstance(condition, TensorBase) else condition
     condition_array = a.xp.asarray(condition_array)
     if condition_array.dtype != bool:
         condition_array = condition_array.astype(bool)
     return Where.apply(a, b, condition=condition_array)
 
 
-def masked_fill(x: Tensor, mask, value) -> Tensor:
+def masked_fill(x: TensorBase, mask, value) -> TensorBase:
     """x with `value` wherever `mask` (broadcast to x) is True."""
     _check_mask(x, mask, "masked_fill")
     if isinstance(value, TensorBase):
         return where(mask, value.to(x.dtype), x)
-    return where(mask, x.xp.asarray(value, dtype=x.data.dtype), x)
+    return where(mask, x.xp.asarray(value, dtype=x.array.dtype), x)
 
 
-def maximum(a, b) -> Tensor:
+def maximum(a, b) -> TensorBase:
+    """The larger of a and b, elementwise (broadcast, with type promotion)."""
     a, b = binary_operands(a, b)
     return Maximum.apply(a, b)
 
 
-def minimum(a, b) -> Tensor:
+def minimum(a, b) -> TensorBase:
+    """The smaller of a and b, elementwise (broadcast, with type promotion)."""
     return -maximum(-a, -b)
 
 
-def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+def triu(x: TensorBase, diagonal: int = 0) -> TensorBase:
+    """The upper triangle of the last two dims: elements below diagonal `diagonal` are 0."""
     return _triangle(x, diagonal, True)
 
 
-def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+def tril(x: TensorBase, diagonal: int = 0) -> TensorBase:
+    """The lower triangle of the last two dims: elements above diagonal `diagonal` are 0."""
     return _triangle(x, diagonal, False)
 
 
-def _triangle(x: Tensor, diagonal: int, upper: bool) -> Tensor:
+def _triangle(x: TensorBase, diagonal: int, upper: bool) -> TensorBase:
     if x.ndim < 2:
         raise RuntimeError(
             f"{'triu' if upper else 'tril'}: expected a tensor with at least 2 dimensions, "
@@ -96,7 +95,7 @@ def _triangle(x: Tensor, diagonal: int, upper: bool) -> Tensor:
     return Triangle.apply(x, diagonal=diagonal, upper=upper)
 
 
-def _check_mask(x: Tensor, mask, op: str) -> None:
+def _check_mask(x: TensorBase, mask, op: str) -> None:
     if isinstance(mask, TensorBase):
         mask_dtype = mask.dtype.name
     else:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,9 +11,7 @@ from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
 from minigrad.ops.operands import normalize_dim
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
 
 
 class Reshape(Function):
@@ -116,24 +113,27 @@ class Cat(Function):
         return tuple(grads)
 
 
-def reshape(x: Tensor, shape) -> Tensor:
+def reshape(x: TensorBase, shape) -> TensorBase:
+    """The same elements in `shape` (one size may be -1); a view when the layout
+    allows, else a copy."""
     shape = _shape_argument(shape, "reshape")
     if shape == x.shape:
         return x
     if -1 in shape:  # one size inferred from the others
         known = math.prod(n for n in shape if n != -1)
-        invalid = shape.count(-1) > 1 or known == 0 or x.data.size % known
+        invalid = shape.count(-1) > 1 or known == 0 or x.array.size % known
     else:
-        invalid = math.prod(shape) != x.data.size
+        invalid = math.prod(shape) != x.array.size
     if invalid:
         raise RuntimeError(
             f"reshape: shape {list(shape)} is invalid for a tensor of shape "
-            f"{tuple(x.shape)} ({x.data.size} elements)"
+            f"{tuple(x.shape)} ({x.array.size} elements)"
         )
     return Reshape.apply(x, shape=shape)
 
 
-def permute(x: Tensor, dims) -> Tensor:
+def permute(x: TensorBase, dims) -> TensorBase:
+    """The dims reordered: output dim i is input dim dims[i] (a view)."""
     dims = tuple(normalize_dim(d, x.ndim, "permute") for d in _shape_argument(dims, "permute"))
     if sorted(dims) != list(range(x.ndim)):
         raise RuntimeError(
@@ -143,14 +143,15 @@ def permute(x: Tensor, dims) -> Tensor:
     return Permute.apply(x, dims=dims)
 
 
-def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
-    ndim = x.data.ndim
+def transpose(x: TensorBase, dim0: int, dim1: int) -> TensorBase:
+    """Dims dim0 and dim1 swapped (a view)."""
+    ndim = x.array.ndim
     dim0 = normalize_dim(dim0, ndim, "transpose")
     dim1 = normalize_dim(dim1, ndim, "transpose")
     return Transpose.apply(x, dim0=dim0, dim1=dim1)
 
 
-def expand(x: Tensor, sizes) -> Tensor:
+def expand(x: TensorBase, sizes) -> TensorBase:
     """Broadcast to `sizes`; -1 keeps a dimension, new leading dims may be added."""
     sizes = _shape_argument(sizes, "expand")
     if sizes == x.shape:
@@ -173,10 +174,10 @@ def expand(x: Tensor, sizes) -> Tensor:
     return broadcast_to(x, shape)
 
 
-def broadcast_to(x: Tensor, shape: tuple) -> Tensor:
+def broadcast_to(x: TensorBase, shape: tuple) -> TensorBase:
     """expand() without its argument checks, for backward rules, whose shapes are right
     by construction."""
-    return x if x.data.shape == shape else Expand.apply(x, shape=shape)
+    return x if x.array.shape == shape else Expand.apply(x, shape=shape)
 
 
 def _broadcast_view(x, shape: tuple):
@@ -193,17 +194,19 @@ def _broadcast_view(x, shape: tuple):
     return view
 
 
-def sum_to_size(x: Tensor, *shape) -> Tensor:
+def sum_to_size(x: TensorBase, *shape) -> TensorBase:
     """x summed over the dims it was broadcast along, down to `shape` (Tensor.sum_to_size)."""
     return SumToShape.apply(x, shape=_shape_argument(shape, "sum_to_size"))
 
 
-def unsqueeze(x: Tensor, dim: int) -> Tensor:
+def unsqueeze(x: TensorBase, dim: int) -> TensorBase:
+    """A new dim of size 1 inserted at `dim` (a view)."""
     dim = normalize_dim(dim, x.ndim + 1, "unsqueeze")
     return Reshape.apply(x, shape=x.shape[:dim] + (1,) + x.shape[dim:])
 
 
-def squeeze(x: Tensor, dim=None) -> Tensor:
+def squeeze(x: TensorBase, dim=None) -> TensorBase:
+    """Dims of size 1 removed: all of them, or those of `dim` (an int or a tuple)."""
     if dim is None:
         shape = tuple(n for n in x.shape if n != 1)
     else:
@@ -214,7 +217,8 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
     return x if shape == x.shape else Reshape.apply(x, shape=shape)
 
 
-def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+def flatten(x: TensorBase, start_dim: int = 0, end_dim: int = -1) -> TensorBase:
+    """Dims start_dim to end_dim merged into one."""
     if x.ndim == 0:
         return reshape(x, (1,))
     start = normalize_dim(start_dim, x.ndim, "flatten")
@@ -223,17 +227,19 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, shape)
 
 
-def contiguous(x: Tensor) -> Tensor:
-    if x.data.flags.c_contiguous:
+def contiguous(x: TensorBase) -> TensorBase:
+    """x itself if its elements lie in row-major order, else a row-major copy."""
+    if x.array.flags.c_contiguous:
         return x
     return Copy.apply(x)
 
 
-def clone(x: Tensor) -> Tensor:
+def clone(x: TensorBase) -> TensorBase:
+    """A row-major copy of x (differentiable: the gradient passes through)."""
     return Copy.apply(x)
 
 
-def cat(tensors, dim: int = 0) -> Tensor:
+def cat(tensors, dim: int = 0) -> TensorBase:
     """Join tensors along an existing dim (their other dims must match)."""
     tensors = list(tensors)
     if not tensors:
@@ -251,7 +257,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     return Cat.apply(*_same_dtype(tensors), axis=axis)
 
 
-def stack(tensors, dim: int = 0) -> Tensor:
+def stack(tensors, dim: int = 0) -> TensorBase:
     """Join same-shaped tensors along a new dim."""
     tensors = list(tensors)
     if not tensors:
@@ -263,7 +269,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return cat([unsqueeze(t, dim) for t in tensors], dim)
 
 
-def split(x: Tensor, split_size, dim: int = 0) -> tuple:
+def split(x: TensorBase, split_size, dim: int = 0) -> tuple:
     """Pieces of `split_size` along dim (the last may be smaller), or of the given sizes."""
     dim = normalize_dim(dim, x.ndim, "split")
     length = x.shape[dim]
@@ -282,7 +288,8 @@ def split(x: Tensor, split_size, dim: int = 0) -> tuple:
     return tuple(pieces)
 
 
-def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple:
+def chunk(x: TensorBase, chunks: int, dim: int = 0) -> tuple:
+    """x split into `chunks` pieces of equal size along `dim` (the last may be smaller)."""
     length = x.shape[normalize_dim(dim, x.ndim, "chunk")]
     return split(x, max(1, -(-length // chunks)), dim)
 
@@ -309,5 +316,5 @@ def _size(n, op: str) -> int:
 def _same_dtype(tensors: list) -> list:
     result = tensors[0].dtype
     for t in tensors[1:]:
-        result = dtypes.promote(result, True, t.dtype, True)
+        result = dtypes.promote_types(result, t.dtype)
     return [t if t.dtype is result else t.to(result) for t in tensors]

@@ -3,17 +3,14 @@ backward kernels are wrapped as Functions of their own so that the backward rule
 differentiable (second derivatives)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from minigrad import kernels
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.ops.operands import normalize_dim
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
 
 
-class Softmax(Function):
+class SoftmaxFunction(Function):
     """y = exp(x - max) / sum(exp(x - max)) over the last dim (a fully masked row gives 0)"""
 
     def forward(self, x):
@@ -44,7 +41,7 @@ class SoftmaxBackward(Function):
         return grad_y, grad_g
 
 
-class LogSoftmax(Function):
+class LogSoftmaxFunction(Function):
     """z = x - max - log(sum(exp(x - max))) over the last dim"""
 
     def forward(self, x):
@@ -73,15 +70,19 @@ class LogSoftmaxBackward(Function):
         return grad_z, grad_g
 
 
-def softmax(x: Tensor, dim: int) -> Tensor:
-    return _along_last_dim(Softmax, x, dim, "softmax")
+@autocast_op("softmax")
+def softmax(x: TensorBase, dim: int) -> TensorBase:
+    """exp(x) / sum(exp(x)) along `dim`, computed without overflow."""
+    return _along_last_dim(SoftmaxFunction, x, dim, "softmax")
 
 
-def log_softmax(x: Tensor, dim: int) -> Tensor:
-    return _along_last_dim(LogSoftmax, x, dim, "log_softmax")
+@autocast_op("log_softmax")
+def log_softmax(x: TensorBase, dim: int) -> TensorBase:
+    """x - log(sum(exp(x))) along `dim`, computed without overflow."""
+    return _along_last_dim(LogSoftmaxFunction, x, dim, "log_softmax")
 
 
-def _along_last_dim(function, x: Tensor, dim: int, op: str) -> Tensor:
+def _along_last_dim(function, x: TensorBase, dim: int, op: str) -> TensorBase:
     """Kernels work on the last dim: move `dim` there and back."""
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{op}: expected a floating point tensor, got {x.dtype}")

@@ -4,20 +4,17 @@ the position it came from."""
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import TYPE_CHECKING
 
 from minigrad.backend import array_module
 from minigrad.ops.gather import gather
 from minigrad.ops.operands import normalize_dim
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
 
 SortResult = namedtuple("SortResult", ["values", "indices"])  # like torch.return_types.sort
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
 
-def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+def sort(x: TensorBase, dim: int = -1, descending: bool = False, stable: bool = False):
     """(values, indices) of x sorted along dim. The sort is always stable: equal values
     keep their order (PyTorch promises that only with stable=True). NaN sorts as the
     largest value."""
@@ -25,16 +22,16 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
     return SortResult(gather(x, _dim(x, dim, "sort"), indices), indices)
 
 
-def argsort(x: Tensor, dim: int = -1, descending: bool = False,
-            stable: bool = False) -> Tensor:
+def argsort(x: TensorBase, dim: int = -1, descending: bool = False,
+            stable: bool = False) -> TensorBase:
     """The int64 indices that sort x along dim (stable, see sort)."""
     axis = _dim(x, dim, "argsort")
     if x.ndim == 0:
         return x._wrap(x.xp.zeros((), dtype=x.xp.int64))
-    return x._wrap(_stable_argsort(x.data, axis, descending).astype(x.xp.int64, copy=False))
+    return x._wrap(_stable_argsort(x.array, axis, descending).astype(x.xp.int64, copy=False))
 
 
-def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+def topk(x: TensorBase, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """(values, indices) of the k largest (or, largest=False, smallest) elements along
     dim, in order (largest first, or smallest first). Which of several equal values is
     picked is unspecified, as in PyTorch."""
@@ -47,11 +44,11 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         )
     if x.ndim == 0:
         return TopkResult(x, argsort(x))
-    indices = x._wrap(_top_indices(x.data, k, axis, largest).astype(x.xp.int64, copy=False))
+    indices = x._wrap(_top_indices(x.array, k, axis, largest).astype(x.xp.int64, copy=False))
     return TopkResult(gather(x, axis, indices), indices)
 
 
-def _dim(x: Tensor, dim: int, op: str) -> int:
+def _dim(x: TensorBase, dim: int, op: str) -> int:
     return normalize_dim(dim, x.ndim, op)
 
 

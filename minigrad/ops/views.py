@@ -3,17 +3,14 @@ select, narrow and unbind, which are basic indexing and so share the input's mem
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from minigrad import dtypes
 from minigrad.ops.operands import normalize_dim
 from minigrad.ops.shape import _shape_argument, expand, reshape
-
-if TYPE_CHECKING:
-    from minigrad.tensor import Tensor
+from minigrad.tensor_base import TensorBase
 
 
-def view(x: Tensor, *shape) -> Tensor:
+def view(x: TensorBase, *shape) -> TensorBase:
     """x with a new shape over the same memory: x.view(2, 3) or x.view((2, 3)), -1 for
     one inferred size. Raises where that needs a copy (a transposed tensor flattened,
     say); reshape() copies then."""
@@ -23,8 +20,8 @@ def view(x: Tensor, *shape) -> Tensor:
             "use .to(dtype) to convert the values"
         )
     shape = _shape_argument(shape, "view")
-    target = _inferred(shape, x.data.size)
-    if target is not None and not _viewable(x.data.shape, x.data.strides, target):
+    target = _inferred(shape, x.array.size)
+    if target is not None and not _viewable(x.array.shape, x.array.strides, target):
         raise RuntimeError(
             f"view: shape {list(shape)} is not compatible with the input's shape "
             f"{tuple(x.shape)} and strides {_element_strides(x)}: at least one dimension "
@@ -34,22 +31,22 @@ def view(x: Tensor, *shape) -> Tensor:
     return reshape(x, shape)
 
 
-def view_as(x: Tensor, other: Tensor) -> Tensor:
+def view_as(x: TensorBase, other: TensorBase) -> TensorBase:
     """x.view(other.shape)"""
     return view(x, tuple(other.shape))
 
 
-def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+def reshape_as(x: TensorBase, other: TensorBase) -> TensorBase:
     """x.reshape(other.shape)"""
     return reshape(x, tuple(other.shape))
 
 
-def expand_as(x: Tensor, other: Tensor) -> Tensor:
+def expand_as(x: TensorBase, other: TensorBase) -> TensorBase:
     """x.expand(other.shape)"""
     return expand(x, tuple(other.shape))
 
 
-def select(x: Tensor, dim: int, index: int) -> Tensor:
+def select(x: TensorBase, dim: int, index: int) -> TensorBase:
     """The slice at position `index` of dim, which it removes: x.select(1, 2) is x[:, 2]."""
     dim = normalize_dim(dim, x.ndim, "select")
     size = x.shape[dim]
@@ -61,7 +58,7 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
     return x[(slice(None),) * dim + (index,)]
 
 
-def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+def narrow(x: TensorBase, dim: int, start: int, length: int) -> TensorBase:
     """The `length` elements of dim from `start` on: x.narrow(0, 1, 2) is x[1:3]."""
     dim = normalize_dim(dim, x.ndim, "narrow")
     size = x.shape[dim]
@@ -75,7 +72,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     return x[(slice(None),) * dim + (slice(start, start + length),)]
 
 
-def unbind(x: Tensor, dim: int = 0) -> tuple:
+def unbind(x: TensorBase, dim: int = 0) -> tuple:
     """The slices along dim, each without that dim: q, k, v = qkv.unbind(0)."""
     dim = normalize_dim(dim, x.ndim, "unbind")
     return tuple(x[(slice(None),) * dim + (i,)] for i in range(x.shape[dim]))
@@ -119,5 +116,5 @@ def _viewable(shape: tuple, strides: tuple, target: tuple) -> bool:
     return True
 
 
-def _element_strides(x: Tensor) -> tuple:
-    return tuple(s // x.data.itemsize for s in x.data.strides)
+def _element_strides(x: TensorBase) -> tuple:
+    return tuple(s // x.array.itemsize for s in x.array.strides)

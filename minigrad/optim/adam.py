@@ -37,7 +37,7 @@ class Adam(Optimizer):
         for param in group["params"]:
             if param.grad is None:
                 continue
-            p, g = param.data, param.grad.data
+            p, g = param.array, param.grad.array
             state = self.state.get(param)
             if state is None:
                 state = self.state[param] = _initial_state(p, param.xp, group["amsgrad"])

@@ -10,7 +10,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.lr_scheduler_base import LRScheduler, check_int, check_number
 from minigrad.optim.lr_scheduler_onecycle import OneCycleLR
 from minigrad.optim.lr_scheduler_plateau import ReduceLROnPlateau
 from minigrad.optim.optimizer import Optimizer
@@ -36,6 +36,11 @@ class LambdaLR(LRScheduler):
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * groups
+        for index, function in enumerate(self.lr_lambdas):
+            if not callable(function):
+                raise TypeError(f"LambdaLR: lr_lambda must be a function of the epoch (or one "
+                                f"per param group), got {type(function).__name__} for "
+                                f"param_groups[{index}]")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -48,6 +53,8 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:
+        check_int("StepLR", "step_size", step_size)
+        check_number("StepLR", "gamma", gamma, "(0, inf)")
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
@@ -65,13 +72,9 @@ class LinearLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
                  end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
-        if not 0 < start_factor <= 1:
-            raise ValueError(f"LinearLR: start_factor must be in (0, 1], got {start_factor}")
-        if not 0 <= end_factor <= 1:
-            raise ValueError(f"LinearLR: end_factor must be in [0, 1], got {end_factor}")
-        if total_iters < 1:
-            raise ValueError(f"LinearLR: total_iters must be a positive number of epochs, "
-                             f"got {total_iters}")
+        check_number("LinearLR", "start_factor", start_factor, "(0, 1]")
+        check_number("LinearLR", "end_factor", end_factor, "[0, 1]")
+        check_int("LinearLR", "total_iters", total_iters)
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
@@ -94,9 +97,8 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
                  last_epoch: int = -1) -> None:
-        if T_max <= 0:
-            raise ValueError(f"CosineAnnealingLR: T_max must be a positive number of "
-                             f"epochs, got {T_max}")
+        check_int("CosineAnnealingLR", "T_max", T_max)
+        check_number("CosineAnnealingLR", "eta_min", eta_min, "[0, inf)")
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
@@ -113,9 +115,9 @@ class NoamLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, d_model: int, warmup_steps: int = 4000,
                  factor: float = 1.0, last_epoch: int = -1) -> None:
-        if d_model <= 0 or warmup_steps <= 0:
-            raise ValueError(f"NoamLR: d_model and warmup_steps must be positive, got "
-                             f"{d_model} and {warmup_steps}")
+        check_int("NoamLR", "d_model", d_model)
+        check_int("NoamLR", "warmup_steps", warmup_steps)
+        check_number("NoamLR", "factor", factor, "(0, inf)")
         self.d_model = d_model
         self.warmup_steps = warmup_steps
         self.factor = factor
@@ -136,6 +138,7 @@ class SequentialLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, schedulers: Sequence[LRScheduler],
                  milestones: Sequence[int], last_epoch: int = -1) -> None:
         _check_sequence(optimizer, schedulers, milestones)
+        check_int("SequentialLR", "last_epoch", last_epoch, minimum=-1)
         self.optimizer = optimizer
         self._schedulers = list(schedulers)
         self._milestones = list(milestones)
@@ -190,5 +193,8 @@ def _check_sequence(optimizer: Optimizer, schedulers, milestones) -> None:
     if len(milestones) != len(schedulers) - 1:
         raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need "
                          f"{len(schedulers) - 1} milestones, got {len(milestones)}")
-    if list(milestones) != sorted(milestones):
-        raise ValueError(f"SequentialLR: milestones must be increasing, got {list(milestones)}")
+    for index, milestone in enumerate(milestones):
+        check_int("SequentialLR", f"milestones[{index}]", milestone)
+    if any(later <= earlier for earlier, later in zip(milestones, milestones[1:])):
+        raise ValueError(f"SequentialLR: milestones must be increasing (each scheduler runs "
+                         f"at least one epoch), got {list(milestones)}")

@@ -9,6 +9,7 @@ rounding cannot accumulate over a long run.
 from __future__ import annotations
 
 import copy
+import numbers
 import warnings
 
 from minigrad.optim.optimizer import Optimizer, check_same_kind
@@ -28,6 +29,7 @@ class LRScheduler:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__}: expected an optimizer, got "
                             f"{type(optimizer).__name__}")
+        check_int(type(self).__name__, "last_epoch", last_epoch, minimum=-1)
         self.optimizer = optimizer
         for index, group in enumerate(optimizer.param_groups):
             if last_epoch == -1:
@@ -91,4 +93,35 @@ class LRScheduler:
             raise ValueError(f"{type(self).__name__}.load_state_dict: expected the entries "
                              f"{sorted(own)}, got {str(found)[:80]}")
         for name, value in state_dict.items():
-            check_same_kind(value, own[name], f"{type(self).__name__} state {name!r}")
+            self._check_entry(name, value, own[name])
+
+    def _check_entry(self, name: str, saved, current) -> None:
+        """ValueError unless the loaded entry `name` is the same kind of value as this
+        scheduler's own (a finite number for a number, ...: see check_same_kind)."""
+        check_same_kind(saved, current, f"{type(self).__name__} state {name!r}")
+
+
+def check_int(owner: str, name: str, value, minimum: int = 1) -> None:
+    """ValueError naming `owner` and `name` unless `value` is an int (not a bool) of at
+    least `minimum`."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum:
+        return
+    wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+    raise ValueError(f"{owner}: {name} must be {wanted}, got {value!r}")
+
+
+def check_number(owner: str, name: str, value, interval: str) -> None:
+    """ValueError naming `owner` and `name` unless `value` is a real number (not a bool)
+    in `interval`, written as in mathematics: "(0, 1]" holds 1 but not 0, "[0, inf)" every
+    finite number from 0 up. NaN is in no interval."""
+    is_real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if is_real and _in_interval(float(value), interval):
+        return
+    raise ValueError(f"{owner}: {name} must be a number in {interval}, got {value!r}")
+
+
+def _in_interval(value: float, interval: str) -> bool:
+    low, high = (float(end) for end in interval[1:-1].split(","))
+    above_low = low < value if interval[0] == "(" else low <= value
+    below_high = value < high if interval[-1] == ")" else value <= high
+    return above_low and below_high

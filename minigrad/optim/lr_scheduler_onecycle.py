@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.lr_scheduler_base import LRScheduler, check_int, check_number
 from minigrad.optim.optimizer import Optimizer
 
 
@@ -31,19 +31,16 @@ class OneCycleLR(LRScheduler):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"OneCycleLR: expected an optimizer, got {type(optimizer).__name__}")
         self.total_steps = _total_steps(total_steps, epochs, steps_per_epoch)
-        if not 0 <= pct_start <= 1:
-            raise ValueError(f"OneCycleLR: pct_start must be in [0, 1], got {pct_start}")
+        check_number("OneCycleLR", "pct_start", pct_start, "[0, 1]")
+        check_number("OneCycleLR", "div_factor", div_factor, "(0, inf)")
+        check_number("OneCycleLR", "final_div_factor", final_div_factor, "(0, inf)")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"OneCycleLR: anneal_strategy must be 'cos' or 'linear', got "
                              f"{anneal_strategy!r}")
         self.anneal_strategy = anneal_strategy
         self._phases = _phases(pct_start, self.total_steps, three_phase)
         groups = optimizer.param_groups
-        if last_epoch == -1:
-            for group, peak in zip(groups, _per_group("max_lr", max_lr, groups), strict=True):
-                group["initial_lr"] = peak / div_factor
-                group["max_lr"] = peak
-                group["min_lr"] = group["initial_lr"] / final_div_factor
+        peaks = _per_group("max_lr", max_lr, groups, "(0, inf)")
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
@@ -51,9 +48,14 @@ class OneCycleLR(LRScheduler):
                                  f"or betas, {type(optimizer).__name__} has neither (pass "
                                  "cycle_momentum=False)")
             self.use_beta1 = "betas" in optimizer.defaults
-            if last_epoch == -1:
-                highs = _per_group("max_momentum", max_momentum, groups)
-                lows = _per_group("base_momentum", base_momentum, groups)
+            highs = _per_group("max_momentum", max_momentum, groups, "[0, 1]")
+            lows = _per_group("base_momentum", base_momentum, groups, "[0, 1]")
+        if last_epoch == -1:  # every argument is checked: now write the groups' schedule keys
+            for group, peak in zip(groups, peaks, strict=True):
+                group["initial_lr"] = peak / div_factor
+                group["max_lr"] = peak
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+            if cycle_momentum:
                 for group, high, low in zip(groups, highs, lows, strict=True):
                     self._set_momentum(group, high)
                     group["max_momentum"] = high
@@ -101,15 +103,12 @@ class OneCycleLR(LRScheduler):
 
 def _total_steps(total_steps, epochs, steps_per_epoch) -> int:
     if total_steps is not None:
-        if not isinstance(total_steps, int) or total_steps <= 0:
-            raise ValueError(f"OneCycleLR: total_steps must be a positive int, got "
-                             f"{total_steps!r}")
+        check_int("OneCycleLR", "total_steps", total_steps)
         return total_steps
     if epochs is None or steps_per_epoch is None:
         raise ValueError("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
-    for name, value in (("epochs", epochs), ("steps_per_epoch", steps_per_epoch)):
-        if not isinstance(value, int) or value <= 0:
-            raise ValueError(f"OneCycleLR: {name} must be a positive int, got {value!r}")
+    check_int("OneCycleLR", "epochs", epochs)
+    check_int("OneCycleLR", "steps_per_epoch", steps_per_epoch)
     return epochs * steps_per_epoch
 
 
@@ -128,11 +127,15 @@ def _phases(pct_start: float, total_steps: int, three_phase: bool) -> list:
     ]
 
 
-def _per_group(name: str, value, groups: list) -> list:
-    """One value per param group: a list is checked, a number repeated."""
-    if isinstance(value, (list, tuple)):
-        if len(value) != len(groups):
-            raise ValueError(f"OneCycleLR: expected {len(groups)} values of {name} (one per "
-                             f"param group), got {len(value)}")
-        return list(value)
-    return [value] * len(groups)
+def _per_group(name: str, value, groups: list, interval: str) -> list:
+    """One value per param group, each in `interval`: a list is checked, a number
+    repeated."""
+    if not isinstance(value, (list, tuple)):
+        value = [value] * len(groups)
+    elif len(value) != len(groups):
+        raise ValueError(f"OneCycleLR: expected {len(groups)} values of {name} (one per "
+                         f"param group), got {len(value)}")
+    for index, item in enumerate(value):
+        check_number("OneCycleLR", name if len(groups) == 1 else f"{name}[{index}]", item,
+                     interval)
+    return list(value)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
-from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.lr_scheduler_base import LRScheduler, check_int, check_number
 from minigrad.optim.optimizer import Optimizer
 
 
@@ -23,8 +24,11 @@ class ReduceLROnPlateau(LRScheduler):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"ReduceLROnPlateau: expected an optimizer, got "
                             f"{type(optimizer).__name__}")
-        if factor >= 1.0:
-            raise ValueError(f"ReduceLROnPlateau: factor must be < 1, got {factor}")
+        check_number("ReduceLROnPlateau", "factor", factor, "[0, 1)")
+        check_int("ReduceLROnPlateau", "patience", patience, minimum=0)
+        check_number("ReduceLROnPlateau", "threshold", threshold, "[0, inf)")
+        check_int("ReduceLROnPlateau", "cooldown", cooldown, minimum=0)
+        check_number("ReduceLROnPlateau", "eps", eps, "[0, inf)")
         if mode not in ("min", "max"):
             raise ValueError(f"ReduceLROnPlateau: mode must be 'min' or 'max', got {mode!r}")
         if threshold_mode not in ("rel", "abs"):
@@ -35,9 +39,12 @@ class ReduceLROnPlateau(LRScheduler):
             if len(min_lr) != groups:
                 raise ValueError(f"ReduceLROnPlateau: expected {groups} min_lrs (one per param "
                                  f"group), got {len(min_lr)}")
+            for index, value in enumerate(min_lr):
+                check_number("ReduceLROnPlateau", f"min_lr[{index}]", value, "[0, inf)")
             self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:
+            check_number("ReduceLROnPlateau", "min_lr", min_lr, "[0, inf)")
             self.default_min_lr = min_lr
             self.min_lrs = [min_lr] * groups
         self.optimizer = optimizer
@@ -80,6 +87,15 @@ class ReduceLROnPlateau(LRScheduler):
 
     def get_lr(self) -> list[float]:
         return self.get_last_lr()
+
+    def _check_entry(self, name: str, saved, current) -> None:
+        if name == "best":  # starts at +-inf and stays there until a metric improves on it
+            if isinstance(saved, numbers.Real) and not isinstance(saved, bool) \
+                    and not math.isnan(saved):
+                return
+            raise ValueError(f"ReduceLROnPlateau state 'best' must be a number or +-inf, got "
+                             f"{str(saved)[:60]}")
+        super()._check_entry(name, saved, current)
 
     @property
     def in_cooldown(self) -> bool:

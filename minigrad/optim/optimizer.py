@@ -86,20 +86,25 @@ class Optimizer:
         """Restore hyperparameters and state (copied, cast to each parameter's device).
         Raises ValueError, before changing anything, for a state dict that does not fit
         this optimizer: other groups or sizes, other hyperparameters or kinds of value,
-        state for unknown parameters, or state entries of the wrong name or shape."""
+        state for unknown parameters, or state entries of the wrong name or shape. The
+        layout is PyTorch's: a torch optimizer's state dict, its tensors turned into NumPy
+        arrays, loads into the same minigrad optimizer."""
         params_by_index = self._check_groups(state_dict)
         states = state_dict["state"]
         if not isinstance(states, dict):
             raise ValueError(f"loaded state dict's 'state' must be a dict, got "
                              f"{type(states).__name__}")
+        checked = {}
         for index, entries in states.items():
             if index not in params_by_index:
                 raise ValueError(f"loaded state dict has state for parameter {index!r}, which "
                                  "no parameter group holds")
             param, group = params_by_index[index]
+            entries = _scalars_as_numbers(entries, self._state_kinds(group))
             self._check_state(index, entries, param, group)
+            checked[index] = entries
         self.state = {}
-        for index, entries in states.items():
+        for index, entries in checked.items():
             param = params_by_index[index][0]
             self.state[param] = {name: _state_value(value, param)
                                  for name, value in entries.items()}
@@ -199,6 +204,23 @@ def check_same_kind(saved, current, where: str) -> None:
         raise ValueError(f"{where} must be like {current!r}, got {str(saved)[:60]}")
 
 
+def _scalars_as_numbers(entries, kinds: dict[str, str] | None):
+    """`entries` with each 0-d array or tensor in a "count" or "number" entry replaced by
+    the Python number it holds (a whole count by an int): PyTorch keeps 'step' and NAdam's
+    'mu_product' as 0-d tensors, which a state dict ported from PyTorch holds as arrays."""
+    if not isinstance(entries, dict) or not kinds:
+        return entries
+    ported = dict(entries)
+    for name, kind in kinds.items():
+        value = entries.get(name)
+        if kind != "array" and hasattr(value, "shape") and tuple(value.shape) == ():
+            number = value.item()
+            if kind == "count" and isinstance(number, float) and number.is_integer():
+                number = int(number)
+            ported[name] = number
+    return ported
+
+
 def _is_float_array(value) -> bool:
     if isinstance(value, Tensor):
         return value.dtype.is_floating_point
@@ -219,10 +241,10 @@ def _state_value(value, param: Tensor):
     """A state entry as the optimizer keeps it: arrays on param's device (floating ones
     in param's dtype), numbers unchanged."""
     if isinstance(value, Tensor):
-        value = value.data
+        value = value.array
     if not hasattr(value, "shape"):
         return value
     array = to_device(value, param.device).copy()
     if array.dtype.kind == "f":
-        array = array.astype(param.data.dtype, copy=False)
+        array = array.astype(param.array.dtype, copy=False)
     return array

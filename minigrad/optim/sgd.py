@@ -31,7 +31,7 @@ class SGD(Optimizer):
         for param in group["params"]:
             if param.grad is None:
                 continue
-            p, g = param.data, param.grad.data
+            p, g = param.array, param.grad.array
             if weight_decay:
                 g = g + weight_decay * p
             if momentum:

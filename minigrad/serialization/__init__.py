@@ -10,7 +10,8 @@ little-endian arrays only, validating every field first (safetensors_file.py), s
 hostile file can be refused but can never run code or make load allocate more than the
 file holds. A safetensors file written by another tool (safetensors.torch.save_file, say)
 loads as a flat {name: tensor} dict. Saving replaces the file atomically and leaves no
-temporary behind, even when killed (atomic.py).
+temporary behind, even when killed; a character device or a FIFO is written through, as
+open() does (atomic.py).
 """
 from __future__ import annotations
 
@@ -31,29 +32,41 @@ FORMAT = "minigrad.checkpoint/1"
 _METADATA_KEY = "minigrad"
 _INT64_MAX = np.iinfo(np.int64).max
 _MINIGRAD_NUMPY_DTYPES = frozenset(d.np for d in dtypes.ALL)
+_NEVER_UNPICKLES = "minigrad never unpickles, since loading a pickle can run arbitrary code"
+_CONVERT_TORCH_FILE = ("To use a PyTorch state dict, convert it where PyTorch is installed: "
+                       "safetensors.torch.save_file(torch.load(path, weights_only=True), "
+                       "'model.safetensors'), then mg.load('model.safetensors')")
 
 
 def save(obj, path: str | os.PathLike) -> None:
-    """Write `obj` to `path` atomically (GPU tensors are saved from host copies and load
-    back onto the GPU unless load's map_location says otherwise)."""
+    """Write `obj` to `path`: atomically for a file, through it for a character device or
+    a FIFO (GPU tensors are saved from host copies and load back onto the GPU unless
+    load's map_location says otherwise). OSError naming `path` if it cannot be written."""
     arrays: dict[str, np.ndarray] = {}
     header = json.dumps({"format": FORMAT, "structure": structure.encode(obj, arrays)})
     replace_file(os.fspath(path),
                  lambda file: safetensors_file.write(file, arrays, {_METADATA_KEY: header}))
 
 
-def load(path: str | os.PathLike, map_location=None):
+def load(path: str | os.PathLike, map_location=None, *, weights_only: bool | None = None):
     """Read a checkpoint that save() wrote, or any safetensors file.
+
+    A load is always what PyTorch calls weights_only: tensors and plain data, never a
+    pickle. weights_only=True (PyTorch's default) is accepted; False is refused.
 
     Tensors come back where they were saved from, or where `map_location` puts them:
     "cpu", "gpu" (aliases "cuda", "cuda:0"), a Device, or a dict mapping saved devices to
     devices ({"gpu": "cpu"}); NumPy arrays stay arrays. A safetensors file written by
     another tool loads as a flat {name: tensor} dict on the CPU (or on map_location),
-    with its names unchanged; integer dtypes other than int64 widen to int64 and bfloat16
-    to float32, exactly. Raises ValueError naming the file and the problem for anything
+    with its names unchanged; uint16, uint32 and uint64 widen to int64 and bfloat16 to
+    float32, exactly. Raises ValueError naming the file and the problem for anything
     else (a pickle, a zip, a truncated or corrupt file), OSError if it cannot be read,
     RuntimeError if a tensor must go to a GPU this machine does not have.
     """
+    if weights_only is False:
+        raise ValueError(f"load: weights_only=False asks to unpickle arbitrary objects; "
+                         f"{_NEVER_UNPICKLES}. A minigrad checkpoint holds tensors and plain "
+                         "data only: load it without weights_only")
     placement = _Placement(map_location)
     path = os.fspath(path)
     try:
@@ -82,16 +95,34 @@ def load(path: str | os.PathLike, map_location=None):
         raise ValueError(f"{path}: corrupt checkpoint structure: {exc}") from None
 
 
+def add_safe_globals(safe_globals: list) -> None:
+    """Refused: in PyTorch, the classes torch.load may unpickle. minigrad never unpickles,
+    so there is nothing to allow; rebuild such objects from saved tensors and plain data."""
+    raise RuntimeError(_safe_globals_refusal("add_safe_globals"))
+
+
+def safe_globals(safe_globals: list):
+    """Refused: PyTorch's context manager form of add_safe_globals (see there)."""
+    raise RuntimeError(_safe_globals_refusal("safe_globals"))
+
+
+def _safe_globals_refusal(name: str) -> str:
+    return (f"serialization.{name}: safe globals are the classes PyTorch's torch.load may "
+            f"unpickle, and {_NEVER_UNPICKLES}: a checkpoint holds tensors, arrays, numbers, "
+            "strings and containers of them. Save objects as such data (a model's "
+            "state_dict()) and rebuild them after mg.load")
+
+
 def _refuse_other_formats(path: str) -> None:
     """Name pickles and zip archives (torch.save's formats) when a file is not safetensors."""
     with open(path, "rb") as file:
         magic = file.read(2)
     if magic[:1] == b"\x80":
-        raise ValueError(f"{path}: this is a pickle file; minigrad checkpoints never "
-                         "unpickle (refusing to load it)")
+        raise ValueError(f"{path}: this is a pickle file; {_NEVER_UNPICKLES}, so it refuses "
+                         f"to load it. {_CONVERT_TORCH_FILE}")
     if magic == b"PK":
         raise ValueError(f"{path}: this is a zip archive (a torch.save file?), not a "
-                         "safetensors checkpoint; minigrad never unpickles")
+                         f"safetensors checkpoint; {_NEVER_UNPICKLES}. {_CONVERT_TORCH_FILE}")
 
 
 class _Placement:
@@ -125,22 +156,21 @@ def _device(location, map_location) -> Device:
 
 
 def _saved_device(location, map_location) -> str:
-    """'cpu' or 'gpu' for a location of map_location, or a clear error."""
-    if isinstance(location, Device):
-        return location.type
-    if not isinstance(location, str):
+    """'cpu' or 'gpu' (the file's names) for a location of map_location, or a clear error."""
+    if not isinstance(location, (Device, str)):
         raise TypeError(f"load: map_location must be 'cpu', 'gpu', a Device or a dict of "
                         f"them, got {map_location!r}")
     try:
-        return Device(location.lower()).type
-    except KeyError:
+        device = Device(location.lower() if isinstance(location, str) else location)
+    except RuntimeError:
         raise ValueError(f"load: unknown map_location {location!r}: expected 'cpu' or 'gpu' "
                          "(aliases 'cuda', 'cuda:0') or a Device") from None
+    return "cpu" if device.type == "cpu" else "gpu"
 
 
 def _tensor_array(array: np.ndarray, key: str, path: str) -> np.ndarray:
-    """`array` in the minigrad dtype that holds it exactly (int8-32 and uint8-32 widen to
-    int64), or ValueError for uint64 values beyond int64."""
+    """`array` in the minigrad dtype that holds it exactly (uint16, uint32 and uint64 widen
+    to int64), or ValueError for uint64 values beyond int64."""
     if array.dtype in _MINIGRAD_NUMPY_DTYPES:
         return array
     if array.dtype == np.uint64 and array.size and array.max() > _INT64_MAX:

@@ -10,7 +10,11 @@ and every save removes the temporaries in its folder whose writer has died.
 
 It behaves like open(path, "w") otherwise: a symlink is followed and the file it points
 to replaced, a new file's mode follows the umask (0o666 & ~umask), an existing file keeps
-its mode, and errors name the path the caller gave, not the temporary.
+its mode, and errors name the path the caller gave, not the temporary. Only a regular file
+can be replaced: a character device (/dev/null, a tty) or a FIFO is written through, as
+open() does, with no temporary and no rename (so no atomicity: a reader of the FIFO gets
+the bytes as they are written), and a folder, a socket or a block device is refused
+before anything is written (`writes_through`).
 """
 from __future__ import annotations
 
@@ -36,8 +40,9 @@ def replace_file(path: str, write: Callable[[BinaryIO], None]) -> None:
     target = os.path.realpath(path)  # through symlinks: replace the file they point to
     directory = os.path.dirname(target)
     try:
-        if os.path.isdir(target):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if writes_through(target):
+            _write_through(target, write)
+            return
         mode = _mode_of_existing(target)
         remove_stale_temporaries(directory)
         _write_then_rename(target, directory, mode, write)
@@ -46,6 +51,33 @@ def replace_file(path: str, write: Callable[[BinaryIO], None]) -> None:
             raise
         raise type(exc)(exc.errno, exc.strerror, path) from None
     _fsync_directory(directory)
+
+
+def writes_through(path: str) -> bool:
+    """Whether replace_file writes through `path` rather than replacing it: True for a
+    character device or a FIFO (or a symlink to one), False for a regular file or a path
+    where nothing is yet. Anything else is refused with an OSError naming `path`: a folder
+    (IsADirectoryError), a socket or a block device. Opens nothing, so it never blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # nothing there: the write reports a missing or unwritable folder
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return True
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    kind = "a socket" if stat.S_ISSOCK(mode) else "a block device"  # what Linux has left
+    raise OSError(errno.EINVAL, f"cannot write to {kind}: only to a regular file, a "
+                                "character device or a FIFO", path)
+
+
+def _write_through(target: str, write: Callable[[BinaryIO], None]) -> None:
+    """open(target, "wb") without O_CREAT: a device or FIFO gone since it was checked is an
+    error, never a half-written regular file. Opening a FIFO waits for its reader."""
+    with os.fdopen(os.open(target, os.O_WRONLY | os.O_TRUNC), "wb") as file:
+        write(file)
 
 
 def remove_stale_temporaries(directory: str) -> None:

@@ -35,7 +35,7 @@ def _encode(obj, name: str, arrays: dict, depth: int):
     if isinstance(obj, Tensor):
         node = {"tensor": _store(obj.numpy(), name, arrays)}
         if obj.device.type != "cpu":
-            node["device"] = obj.device.type
+            node["device"] = "gpu"  # the file's name of the GPU
         return node
     if isinstance(obj, np.ndarray):
         return {"array": _store(obj, name, arrays)}
@@ -48,8 +48,7 @@ def _encode(obj, name: str, arrays: dict, depth: int):
         return obj.item()
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
-    raise TypeError(f"save: cannot store a {type(obj).__name__} at {_where(name)}; "
-                    "expected tensors, arrays, dicts, lists, tuples, numbers, str or None")
+    raise _refusal(obj, name)
 
 
 def _encode_container(obj, name: str, arrays: dict, depth: int):
@@ -63,6 +62,19 @@ def _encode_container(obj, name: str, arrays: dict, depth: int):
         return {"dict": items}
     values = [_encode(value, _join(name, i), arrays, depth) for i, value in enumerate(obj)]
     return values if isinstance(obj, list) else {"tuple": values}
+
+
+def _refusal(obj, name: str) -> TypeError:
+    """Why a checkpoint cannot hold `obj` (it would have to be pickled), and what to save."""
+    if callable(getattr(obj, "state_dict", None)):  # a Module, an optimizer, a scheduler
+        advice = ("save its state_dict() instead: mg.save(obj.state_dict(), path), and "
+                  "restore it with obj.load_state_dict(mg.load(path))")
+    else:
+        advice = ("a checkpoint holds tensors, arrays, dicts, lists, tuples, numbers, str "
+                  "and None; convert the object to those")
+    return TypeError(f"save: cannot store a {type(obj).__name__!r} object at {_where(name)}: "
+                     "checkpoints never hold pickled objects, since loading a pickle can run "
+                     f"arbitrary code; {advice}")
 
 
 def _where(name: str) -> str:

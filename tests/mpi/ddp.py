@@ -78,14 +78,14 @@ def train_pair(rank: int, size: int, mode: str, bucket_cap_mb=None) -> float:
     reference = make_net(100, unused_layer=unused)
     # the other ranks start elsewhere: DDP copies rank 0's parameters and buffers
     model = make_net(100 + rank, unused_layer=unused)
-    model.scale.data[...] = 1.5 + rank
+    model.scale.array[...] = 1.5 + rank
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb, find_unused_parameters=unused)
     ddp_opt = optim.Adam(ddp.parameters(), lr=0.05)
     ref_opt = optim.Adam(reference.parameters(), lr=0.05)
     worst = 0.0
     for step in range(STEPS):
         if size > 1 and rank == size - 1:
-            model.scale.data[...] = 9.0  # broadcast_buffers puts rank 0's back each forward
+            model.scale.array[...] = 9.0  # broadcast_buffers puts rank 0's back each forward
         tokens, target = batch(step, SHARD * size)
         ddp_opt.zero_grad()
         ref_opt.zero_grad()

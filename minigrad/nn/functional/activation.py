@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 from minigrad import dtypes, ops
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.ops import activation as activation_ops
 from minigrad.tensor import Tensor
 
@@ -43,6 +44,7 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return input * ops.tanh(activation_ops.softplus(input))
 
 
+@autocast_op("softplus")
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
     """ln(1 + e^(beta x)) / beta, and x itself where beta * x > threshold (PyTorch's
     switch to the linear asymptote; the two differ there by less than e^-threshold)."""
@@ -67,12 +69,14 @@ def tanh(input: Tensor) -> Tensor:  # noqa: A002
     return ops.tanh(input)
 
 
+@autocast_op("softmax")
 def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
     """exp(x) / sum(exp(x)) along dim; an all -inf slice gives zeros. Without dim,
     PyTorch's legacy choice (dim 0 for 0-, 1- and 3-d inputs, else 1) with a warning."""
     return ops.softmax(_cast(input, dtype), _softmax_dim(input, dim, "softmax"))
 
 
+@autocast_op("log_softmax")
 def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:  # noqa: A002
     """x - logsumexp(x) along dim (dim as in softmax)."""
     return ops.log_softmax(_cast(input, dtype), _softmax_dim(input, dim, "log_softmax"))

@@ -2,10 +2,12 @@
 with constant bin-averaging matrices (so differentiable to any order through matmul)."""
 from __future__ import annotations
 
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.nn.functional.window_args import batched, size_tuple, unbatched
 from minigrad.tensor import Tensor, constant
 
 
+@autocast_op("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over (Ho, Wo) bins of input (N, C, H, W) or (C, H, W); bin i of a dim of size
     n spans [floor(i n / out), ceil((i + 1) n / out)), as in PyTorch. output_size is an
@@ -18,6 +20,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     return unbatched(rows @ x @ columns.T, added_batch)
 
 
+@autocast_op("adaptive_avg_pool1d")
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     """Mean over L_out bins of input (N, C, L) or (C, L), binned as adaptive_avg_pool2d."""
     x, added_batch = batched(input, 1, "adaptive_avg_pool1d")
@@ -42,4 +45,4 @@ def _bin_matrix(x: Tensor, size: int, out: int) -> Tensor:
     end = -((-(index + 1) * size) // out)  # ceil((i + 1) size / out)
     position = xp.arange(size)
     inside = (position >= start[:, None]) & (position < end[:, None])
-    return constant((inside / (end - start)[:, None]).astype(x.data.dtype))
+    return constant((inside / (end - start)[:, None]).astype(x.array.dtype))

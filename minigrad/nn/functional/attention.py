@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.creation import ones
 from minigrad.dtypes import bool_
 from minigrad.nn.functional.dropout import dropout
@@ -46,6 +47,7 @@ def causal_mask(query_length: int, key_length: int, device="cpu") -> Tensor:
     return tril(ones(query_length, key_length, dtype=bool_, device=device))
 
 
+@autocast_op("scaled_dot_product_attention")
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None) -> Tensor:

@@ -2,11 +2,13 @@
 so its gradients to any order come from theirs."""
 from __future__ import annotations
 
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd import no_grad
 from minigrad.nn.functional.window_args import describe
 from minigrad.tensor import Tensor
 
 
+@autocast_op("batch_norm")
 def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
                running_var: Tensor | None, weight: Tensor | None = None,
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,

@@ -1,49 +1,16 @@
 """Binary cross entropy on probabilities (binary_cross_entropy) and on logits
-(binary_cross_entropy_with_logits), with PyTorch's weights, clamping and reductions."""
+(binary_cross_entropy_with_logits, in the stable form), with PyTorch's weights, clamping
+and reductions; binary_cross_entropy's Function is ops/loss.py's BinaryCrossEntropy."""
 from __future__ import annotations
 
-import numpy as np
-
-from minigrad.autograd import Function
-from minigrad.backend import array_module
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.nn.functional.reduction import check_same_shape, reduce_loss, resolve_reduction
 from minigrad.ops import activation as activation_ops
+from minigrad.ops.loss import BinaryCrossEntropy
 from minigrad.tensor import Tensor
 
-LOG_FLOOR = -100.0  # PyTorch clamps ln x and ln(1 - x) here: x = 0 or 1 stays finite
-PRODUCT_FLOOR = 1e-12  # and x (1 - x) here in the gradient's denominator
 
-
-class BinaryCrossEntropy(Function):
-    """For probabilities x and targets y in [0, 1], with L(x) = max(ln x, -100):
-        loss = -(y L(x) + (1 - y) L(1 - x))
-        dx = g (x - y) / max(x (1 - x), 1e-12),  dy = g (L(1 - x) - L(x))"""
-
-    def forward(self, x, y):
-        self.save_for_backward(x, y)
-        log_x, log_rest = _clamped_logs(x)
-        return -(y * log_x + (1 - y) * log_rest)
-
-    def backward(self, grad):
-        x, y = self.saved
-        grad_x = grad_y = None
-        if self.needs_input_grad[0]:
-            grad_x = grad * (x - y) / (x * (1 - x)).clamp(min=PRODUCT_FLOOR)
-        if self.needs_input_grad[1]:
-            with np.errstate(divide="ignore"):  # ln 0 = -inf is clamped to -100
-                log_rest = (1 - x).log().clamp(min=LOG_FLOOR)
-                log_x = x.log().clamp(min=LOG_FLOOR)
-            grad_y = grad * (log_rest - log_x)
-        return grad_x, grad_y
-
-
-def _clamped_logs(x):
-    """(max(ln x, -100), max(ln(1 - x), -100)) on arrays."""
-    xp = array_module(x)
-    with np.errstate(divide="ignore"):
-        return xp.maximum(xp.log(x), LOG_FLOOR), xp.maximum(xp.log1p(-x), LOG_FLOOR)
-
-
+@autocast_op("binary_cross_entropy")
 def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
                          weight: Tensor | None = None, size_average: bool | None = None,
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -55,7 +22,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
     _check_operands(input, target, op)
     for name, t in (("input", input), ("target", target)):
         xp = t.xp
-        if not bool(xp.all((t.data >= 0) & (t.data <= 1))):
+        if not bool(xp.all((t.array >= 0) & (t.array <= 1))):
             raise RuntimeError(f"{op}: all elements of {name} should be between 0 and 1 "
                                f"(probabilities; for logits use "
                                f"binary_cross_entropy_with_logits)")
@@ -63,6 +30,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
     return reduce_loss(_apply_weight(losses, weight, op), reduction)
 
 
+@autocast_op("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None,
                                      size_average: bool | None = None,

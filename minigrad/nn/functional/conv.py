@@ -1,81 +1,17 @@
 """Convolutions with PyTorch's signatures: conv1d and conv2d (stride, padding as ints or
-"same"/"valid", dilation, groups, bias). A 1-D convolution runs as a 2-D one over rows
-of height 1.
-
-Three Functions, closed under differentiation: the forward and its two gradients, each
-computed by minigrad/kernels/conv.py (im2col and one matmul per group), each one's
-gradients written with the three. Every gradient is bilinear, so for an upstream h:
-    Conv2d(x, w):            dx = Conv2dInputGrad(g, w),  dw = Conv2dWeightGrad(x, g)
-    Conv2dInputGrad(g, w):   dg = Conv2d(h, w),           dw = Conv2dWeightGrad(h, g)
-    Conv2dWeightGrad(x, g):  dx = Conv2dInputGrad(g, h),  dg = Conv2d(x, h)
+"same"/"valid", dilation, groups, bias), checked here and run by ops/convolution.py's
+Convolution. A 1-D convolution runs as a 2-D one over rows of height 1.
 """
 from __future__ import annotations
 
-from minigrad.autograd import Function
-from minigrad.kernels import conv as kernels
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.kernels.windows import Window2d
 from minigrad.nn.functional.window_args import batched, describe, size_tuple, unbatched
+from minigrad.ops.convolution import Convolution
 from minigrad.tensor import Tensor
 
 
-class Conv2d(Function):
-    """out = conv2d(x, w) + b;  dx, dw as in the module docstring,  db = sum of g over
-    (N, Ho, Wo)."""
-
-    def forward(self, x, weight, bias=None, window=None, groups=1):
-        self.window, self.groups = window, groups
-        self.save_for_backward(x, weight)
-        return kernels.conv2d(x, weight, bias, window, groups)
-
-    def backward(self, grad):
-        x, weight = self.saved
-        needs = self.needs_input_grad
-        geometry = {"window": self.window, "groups": self.groups}
-        grad_x = Conv2dInputGrad.apply(grad, weight, input_size=x.shape[-2:], **geometry) \
-            if needs[0] else None
-        grad_weight = Conv2dWeightGrad.apply(x, grad, **geometry) if needs[1] else None
-        if len(needs) == 2:
-            return grad_x, grad_weight
-        return grad_x, grad_weight, grad.sum((0, 2, 3)) if needs[2] else None
-
-
-class Conv2dInputGrad(Function):
-    """dx = the adjoint of conv2d in x, applied to g (a transposed convolution);
-    dg = Conv2d(h, w),  dw = Conv2dWeightGrad(h, g)."""
-
-    def forward(self, grad, weight, input_size=None, window=None, groups=1):
-        self.window, self.groups = window, groups
-        self.save_for_backward(grad, weight)
-        return kernels.conv2d_input_grad(grad, weight, tuple(input_size), window, groups)
-
-    def backward(self, h):
-        grad, weight = self.saved
-        needs = self.needs_input_grad
-        geometry = {"window": self.window, "groups": self.groups}
-        grad_grad = Conv2d.apply(h, weight, **geometry) if needs[0] else None
-        grad_weight = Conv2dWeightGrad.apply(h, grad, **geometry) if needs[1] else None
-        return grad_grad, grad_weight
-
-
-class Conv2dWeightGrad(Function):
-    """dw[o, c, i, j] = sum_{n, y, x} g[n, o, y, x] xpad[n, c, y sh + i dh, x sw + j dw];
-    dx = Conv2dInputGrad(g, h),  dg = Conv2d(x, h)."""
-
-    def forward(self, x, grad, window=None, groups=1):
-        self.window, self.groups = window, groups
-        self.save_for_backward(x, grad)
-        return kernels.conv2d_weight_grad(x, grad, window, groups)
-
-    def backward(self, h):
-        x, grad = self.saved
-        needs = self.needs_input_grad
-        geometry = {"window": self.window, "groups": self.groups}
-        grad_x = Conv2dInputGrad.apply(grad, h, input_size=x.shape[-2:], **geometry) \
-            if needs[0] else None
-        grad_grad = Conv2d.apply(x, h, **geometry) if needs[1] else None
-        return grad_x, grad_grad
-
-
+@autocast_op("conv2d")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
            stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
     """2-D convolution (cross-correlation, as in PyTorch) of input (N, C, H, W) or
@@ -91,6 +27,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A
     return _convolution(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@autocast_op("conv1d")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
            stride=1, padding=0, dilation=1, groups: int = 1) -> Tensor:
     """1-D convolution of input (N, C, L) or (C, L) with weight (O, C / groups, k), plus
@@ -112,7 +49,7 @@ def _convolution(input: Tensor, weight: Tensor, bias, stride, padding, dilation,
         kernel, stride, dilation, pads = (1,) + kernel, (1,) + stride, (1,) + dilation, \
             ((0, 0),) + pads
     inputs = (x, weight) if bias is None else (x, weight, bias)
-    out = Conv2d.apply(*inputs, window=Window2d(kernel, stride, dilation, pads), groups=groups)
+    out = Convolution.apply(*inputs, window=Window2d(kernel, stride, dilation, pads), groups=groups)
     if dims == 1:
         out = out.squeeze(2)
     return unbatched(out, added_batch)

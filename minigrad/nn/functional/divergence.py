@@ -5,10 +5,12 @@ from __future__ import annotations
 import warnings
 
 from minigrad import ops
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.nn.functional.reduction import REDUCTIONS, check_same_shape, resolve_reduction
 from minigrad.tensor import Tensor
 
 
+@autocast_op("kl_div")
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
            reduce: bool | None = None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:

@@ -3,22 +3,8 @@
 from __future__ import annotations
 
 from minigrad import random
-from minigrad.autograd import Function
+from minigrad.ops.dropout import MaskedScale
 from minigrad.tensor import Tensor
-
-
-class MaskedScale(Function):
-    """out = x * mask * scale for a fixed boolean mask;  dx = g * mask * scale (the same op,
-    so its gradient is itself). The mask is kept as booleans: one byte per element."""
-
-    def forward(self, x, mask=None, scale=1.0):
-        self.mask, self.scale = mask, scale
-        out = x * mask  # the booleans are cast inside the multiply, no float mask is made
-        out *= x.dtype.type(scale)
-        return out
-
-    def backward(self, grad):
-        return MaskedScale.apply(grad, mask=self.mask, scale=self.scale)
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True) -> Tensor:  # noqa: A002

@@ -2,10 +2,12 @@
 so it runs on layer norm's fused kernels (minigrad/nn/functional/normalization.py)."""
 from __future__ import annotations
 
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.nn.functional.normalization import layer_norm
 from minigrad.tensor import Tensor
 
 
+@autocast_op("group_norm")
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Split the C channels of input (N, C, *) into num_groups groups, normalise each

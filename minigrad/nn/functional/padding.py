@@ -1,23 +1,10 @@
 """F.pad: padding (or, with negative amounts, cropping) the last dims of a tensor."""
 from __future__ import annotations
 
-from minigrad.autograd.function import Function
-from minigrad.backend import array_module
+from minigrad.ops.padding import ConstantPadNd
 from minigrad.tensor import Tensor, constant
 
 _MODES = ("constant", "reflect", "replicate", "circular")
-
-
-class ConstantPad(Function):
-    """out = x surrounded by `value`, widths[d] = (before, after) >= 0 elements per dim;
-    dx = g with the padding sliced off"""
-
-    def forward(self, x, widths, value):
-        self.inside = tuple(slice(before, before + n) for (before, _), n in zip(widths, x.shape))
-        return array_module(x).pad(x, widths, mode="constant", constant_values=value)
-
-    def backward(self, grad):
-        return grad[self.inside]
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:  # noqa: A002
@@ -85,7 +72,7 @@ def _constant(input: Tensor, amounts: dict, value) -> Tensor:
         widths[dim] = (max(before, 0), max(after, 0))
     if not any(before or after for before, after in widths):
         return cropped
-    return ConstantPad.apply(cropped, widths=tuple(widths), value=value)
+    return ConstantPadNd.apply(cropped, widths=tuple(widths), value=value)
 
 
 def _source_positions(input: Tensor, dim: int, before: int, after: int, mode: str):

@@ -1,159 +1,16 @@
 """Pooling with PyTorch's signatures and semantics: max_pool2d and avg_pool2d (kernel,
 stride defaulting to the kernel, padding, ceil_mode; dilation and return_indices for max,
 count_include_pad and divisor_override for avg), and their 1-D forms over rows of
-height 1 (adaptive pooling is in adaptive_pooling.py).
-
-Each pooling op loops over the kh * kw kernel taps (minigrad/kernels/windows.py): every
-tap is one strided slice of the padded input, so an op costs kh * kw passes over the
-output, made in cache-sized chunks of planes (`by_planes`). Each forward has an adjoint
-Function for its gradient, and the two are each other's gradients, so second
-derivatives work:
-    max:  MaxPool2d -> MaxPool2dBackward (scatter g to the winners) <-> MaxPool2dSelect
-    avg:  AvgPool2d <-> AvgPool2dBackward (spread g / divisor over each window)
+height 1 (adaptive pooling is in adaptive_pooling.py). The arguments are checked and
+turned into a window here; ops/pooling.py's Functions pool.
 """
 from __future__ import annotations
 
-from minigrad.autograd import Function
 from minigrad.backend import array_module
-from minigrad.kernels.windows import Window2d, by_planes, interior, pad, tap_slices
+from minigrad.kernels.windows import Window2d
 from minigrad.nn.functional.window_args import batched, size_tuple, unbatched
+from minigrad.ops.pooling import AvgPool2D, MaxPool2DWithIndices, winning_taps
 from minigrad.tensor import Tensor, constant
-
-
-class MaxPool2d(Function):
-    """out[n, c, y, x] = the max of the window's taps (padding reads -inf; NaN propagates).
-    dx = MaxPool2dBackward(g): each g goes to its window's winner, the first maximal
-    tap, as in PyTorch."""
-
-    def forward(self, x, window=None):
-        self.window = window
-        best = by_planes(_max_of_taps, x, window=window)
-        self.save_for_backward(x, best)
-        return best
-
-    def backward(self, grad):
-        x, out = self.saved
-        winner = by_planes(_winners, x.data, out.data, window=self.window)
-        return MaxPool2dBackward.apply(grad, winner=winner, window=self.window,
-                                       input_size=x.shape[-2:])
-
-
-class MaxPool2dBackward(Function):
-    """dx: each g[n, c, y, x] added to the input element that won window (y, x) (summed
-    where windows overlap);  dg = MaxPool2dSelect(h)."""
-
-    def forward(self, grad, winner=None, window=None, input_size=None):
-        self.winner, self.window, self.input_size = winner, window, input_size
-        return by_planes(_scatter_to_winners, grad, winner, window=window,
-                         input_size=input_size)
-
-    def backward(self, h):
-        return MaxPool2dSelect.apply(h, winner=self.winner, window=self.window)
-
-
-class MaxPool2dSelect(Function):
-    """out[n, c, y, x] = x at the element that won window (y, x) (max pooling's gather,
-    once the winners are known);  dx = MaxPool2dBackward(g)."""
-
-    def forward(self, x, winner=None, window=None):
-        self.winner, self.window, self.input_size = winner, window, x.shape[-2:]
-        return by_planes(_select_winners, x, winner, window=window)
-
-    def backward(self, grad):
-        return MaxPool2dBackward.apply(grad, winner=self.winner, window=self.window,
-                                       input_size=self.input_size)
-
-
-class AvgPool2d(Function):
-    """out[n, c, y, x] = (sum of the window's taps, padding reading 0) / divisor[y, x];
-    dx = AvgPool2dBackward(g)."""
-
-    def forward(self, x, window=None, divisor=None):
-        self.window, self.divisor, self.input_size = window, divisor, x.shape[-2:]
-        return by_planes(_window_sums, x, window=window) / divisor
-
-    def backward(self, grad):
-        return AvgPool2dBackward.apply(grad, window=self.window, divisor=self.divisor,
-                                       input_size=self.input_size)
-
-
-class AvgPool2dBackward(Function):
-    """dx: each g[n, c, y, x] / divisor[y, x] added to every element of window (y, x);
-    dg = AvgPool2d(h)."""
-
-    def forward(self, grad, window=None, divisor=None, input_size=None):
-        self.window, self.divisor = window, divisor
-        return by_planes(_spread, grad / divisor, window=window, input_size=input_size)
-
-    def backward(self, h):
-        return AvgPool2d.apply(h, window=self.window, divisor=self.divisor)
-
-
-# ----------------------------------------------------------------------------- tap loops
-# on arrays (..., H, W) of planes; by_planes hands them chunks that fit in cache
-
-
-def _max_of_taps(x, window: Window2d):
-    xp = array_module(x)
-    padded = pad(x, window, -xp.inf)
-    taps = tap_slices(window, window.output_size(*x.shape[-2:]))
-    best = xp.array(padded[next(taps)], order="C")
-    for index in taps:
-        xp.maximum(best, padded[index], out=best)
-    return best
-
-
-def _winners(x, best, window: Window2d):
-    """The tap of each window's first element equal to its max `best` (or NaN there), as
-    int8 (int32 for kernels of more than 127 taps: int8 arithmetic runs 15x faster)."""
-    xp = array_module(x)
-    padded = pad(x, window, -xp.inf)
-    taps = list(tap_slices(window, best.shape[-2:]))
-    winner = xp.zeros(best.shape, dtype=xp.int8 if len(taps) <= 127 else xp.int32)
-    nan_windows = bool(xp.isnan(best).any())
-    # last tap first, so that the first maximal tap is the one left standing; a blend in
-    # arithmetic, since where() with a data-dependent mask runs 10x slower (branches)
-    for tap in reversed(range(len(taps))):
-        values = padded[taps[tap]]
-        hit = values == best
-        if nan_windows:
-            hit |= xp.isnan(values)
-        winner += hit * (tap - winner)
-    return winner
-
-
-def _scatter_to_winners(grad, winner, window: Window2d, input_size):
-    xp = array_module(grad)
-    padded = xp.zeros(grad.shape[:-2] + window.padded_size(*input_size), dtype=grad.dtype)
-    for tap, index in enumerate(tap_slices(window, grad.shape[-2:])):
-        padded[index] += grad * (winner == tap)
-    return xp.ascontiguousarray(interior(padded, window, *input_size))
-
-
-def _select_winners(x, winner, window: Window2d):
-    xp = array_module(x)
-    padded = pad(x, window)
-    out = xp.zeros(winner.shape, dtype=x.dtype)
-    for tap, index in enumerate(tap_slices(window, winner.shape[-2:])):
-        out = xp.where(winner == tap, padded[index], out)
-    return out
-
-
-def _window_sums(x, window: Window2d):
-    padded = pad(x, window)
-    taps = tap_slices(window, window.output_size(*x.shape[-2:]))
-    total = padded[next(taps)].copy()
-    for index in taps:
-        total += padded[index]
-    return total
-
-
-def _spread(share, window: Window2d, input_size):
-    xp = array_module(share)
-    padded = xp.zeros(share.shape[:-2] + window.padded_size(*input_size), dtype=share.dtype)
-    for index in tap_slices(window, share.shape[-2:]):
-        padded[index] += share
-    return xp.ascontiguousarray(interior(padded, window, *input_size))
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
@@ -198,10 +55,10 @@ def _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode,  # noqa:
     window = _pool_window(x, kernel_size, stride, padding, dilation, ceil_mode, dims, op)
     if dims == 1:
         x = x.unsqueeze(2)
-    pooled = MaxPool2d.apply(x, window=window)
+    pooled = MaxPool2DWithIndices.apply(x, window=window)
     results = [pooled]
     if return_indices:
-        winner = by_planes(_winners, x.data, pooled.data, window=window)
+        winner = winning_taps(x.array, pooled.array, window)
         results.append(constant(_flat_indices(winner, window, x.shape[-2:])))
     results = [unbatched(r.squeeze(2) if dims == 1 else r, added_batch) for r in results]
     return tuple(results) if return_indices else results[0]
@@ -216,7 +73,7 @@ def _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     if dims == 1:
         x = x.unsqueeze(2)
     divisor = _divisor(x, window, count_include_pad, divisor_override)
-    out = AvgPool2d.apply(x, window=window, divisor=divisor)
+    out = AvgPool2D.apply(x, window=window, divisor=divisor)
     return unbatched(out.squeeze(2) if dims == 1 else out, added_batch)
 
 
@@ -267,7 +124,7 @@ def _divisor(x: Tensor, window: Window2d, count_include_pad: bool, divisor_overr
     xp = x.xp
     output_size = window.output_size(*x.shape[-2:])
     if divisor_override is not None:
-        return xp.full(output_size, divisor_override, dtype=x.data.dtype)
+        return xp.full(output_size, divisor_override, dtype=x.array.dtype)
     counts = []
     for dim, size in enumerate(x.shape[-2:]):
         pad_before = window.padding[dim][0]  # the user's (the end may add ceil's overhang)
@@ -276,7 +133,7 @@ def _divisor(x: Tensor, window: Window2d, count_include_pad: bool, divisor_overr
         if not count_include_pad:
             start, end = xp.maximum(start, 0), xp.minimum(end, size)
         counts.append(end - start)
-    return (counts[0][:, None] * counts[1][None, :]).astype(x.data.dtype)
+    return (counts[0][:, None] * counts[1][None, :]).astype(x.array.dtype)
 
 
 def _flat_indices(winner, window: Window2d, input_size):

@@ -4,10 +4,12 @@ smooth_l1_loss and huber_loss, with PyTorch's arguments (reduction "none" | "mea
 from __future__ import annotations
 
 from minigrad import ops
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.nn.functional.reduction import check_same_shape, reduce_loss, resolve_reduction
 from minigrad.tensor import Tensor
 
 
+@autocast_op("mse_loss")
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
@@ -18,6 +20,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  #
     return _weighted(diff * diff, weight, reduction, "mse_loss")
 
 
+@autocast_op("l1_loss")
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
             reduce: bool | None = None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:
@@ -27,6 +30,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # 
     return _weighted((input - target).abs(), weight, reduction, "l1_loss")
 
 
+@autocast_op("smooth_l1_loss")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
                    reduce: bool | None = None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
@@ -42,6 +46,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = No
     return reduce_loss(_quadratic_then_linear(diff, beta, 1.0), reduction)
 
 
+@autocast_op("huber_loss")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
     """With d = |input - target|: 0.5 d^2 where d < delta, else delta (d - 0.5 delta);

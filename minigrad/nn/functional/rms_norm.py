@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from minigrad import dtypes
+from minigrad.amp.cast_policy import autocast_op
 from minigrad.tensor import Tensor
 
 
+@autocast_op("rms_norm")
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
              eps: float | None = None) -> Tensor:
     """Scale each row of the trailing dims `normalized_shape` to unit root mean square:
@@ -23,7 +25,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # n
         raise RuntimeError(f"rms_norm: expected weight of shape {shape}, got "
                            f"{tuple(weight.shape)}")
     if eps is None:
-        eps = float(np.finfo(input.data.dtype).eps)
+        eps = float(np.finfo(input.array.dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     # float16 squares overflow from |x| = 256: computed in float32 (as PyTorch does), the
     # result cast back

@@ -1,27 +1,9 @@
 """Embedding lookup: rows of a weight matrix picked by integer ids."""
 from __future__ import annotations
 
-from minigrad.autograd.function import Function
-from minigrad.ops.indexing import IndexAdd
+from minigrad.ops.embedding import EmbeddingFunction
 from minigrad.ops.operands import check_same_device
 from minigrad.tensor import Tensor, constant
-
-
-class EmbeddingLookup(Function):
-    """out = weight[ids];  dweight = zeros with g scatter-added at the ids' rows, leaving
-    out the positions whose id is padding_idx (that row's gradient stays zero)"""
-
-    def forward(self, weight, ids, padding_idx=None):
-        self.ids = ids
-        self.padding_idx = padding_idx
-        self.weight_shape = weight.shape
-        return weight[ids]
-
-    def backward(self, grad):
-        if self.padding_idx is not None:
-            is_padding = constant((self.ids == self.padding_idx)[..., None])
-            grad = grad.masked_fill(is_padding, 0.0)
-        return IndexAdd.apply(grad, index=self.ids, shape=self.weight_shape)
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:  # noqa: A002
@@ -34,13 +16,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None) -> 
     num_embeddings = weight.shape[0]
     if padding_idx is not None and padding_idx < 0:
         padding_idx += num_embeddings
-    ids = input.data
+    ids = input.array
     if ids.size and (ids.min() < 0 or ids.max() >= num_embeddings):
         raise IndexError(
             f"embedding: ids must be in [0, {num_embeddings}), got values in "
             f"[{int(ids.min())}, {int(ids.max())}] (ids shape {tuple(input.shape)})"
         )
-    return EmbeddingLookup.apply(weight, ids=ids, padding_idx=padding_idx)
+    return EmbeddingFunction.apply(weight, ids=ids, padding_idx=padding_idx)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -50,7 +32,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
         raise TypeError(f"one_hot: expected an int64 tensor of class indices, got "
                         f"{tensor.dtype} of shape {tuple(tensor.shape)}")
     xp = tensor.xp
-    classes = tensor.data
+    classes = tensor.array
     if num_classes == -1:
         if classes.size == 0:
             raise RuntimeError("one_hot: cannot infer num_classes from an empty tensor; pass "

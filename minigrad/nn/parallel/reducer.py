@@ -13,6 +13,10 @@ bucket that fills early waits for the ones before it. When the last bucket has s
 the reducer waits for all of them and copies the averages back into the `.grad`s: when
 `backward()` returns, every rank holds the same averaged gradients.
 
+A rank that has joined (DistributedDataParallel.join: its inputs ran out) runs no
+backward; `shadow_backward` takes part in the same all-reduces, bucket by bucket, with
+zero gradients, and leaves its `.grad`s as they are.
+
 A parameter that gets no gradient in a step never calls its hook; with
 `find_unused_parameters=True` the reducer walks the graph of the forward outputs, marks
 the parameters it cannot reach as ready at once (sending their current `.grad`, or
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minigrad.autograd.accumulate_grad import AccumulateGrad
+from minigrad.autograd.function import gradient_edge
 from minigrad.distributed import ReduceOp
 from minigrad.tensor import Tensor
 
@@ -40,7 +46,7 @@ class Bucket:
         for param in params:
             self.offsets.append(total)
             total += param.numel()
-        self.flat = params[0].xp.zeros(total, dtype=params[0].data.dtype)
+        self.flat = params[0].xp.zeros(total, dtype=params[0].array.dtype)
         self.pending = len(indices)
         self.work = None
 
@@ -58,14 +64,14 @@ def assign_buckets(params: list[Tensor], order: list[int], cap_bytes: int) -> li
     open_buckets: dict = {}  # (dtype, device) -> (indices, bytes)
     for index in order:
         param = params[index]
-        key = (param.data.dtype, str(param.device))
+        key = (param.array.dtype, str(param.device))
         limit = FIRST_BUCKET_BYTES if not buckets else cap_bytes
         indices, size = open_buckets.get(key, ([], 0))
-        if indices and size + param.data.nbytes > min(limit, cap_bytes):
+        if indices and size + param.array.nbytes > min(limit, cap_bytes):
             buckets.append(indices)
             indices, size = [], 0
         indices.append(index)
-        open_buckets[key] = (indices, size + param.data.nbytes)
+        open_buckets[key] = (indices, size + param.array.nbytes)
     buckets += [indices for indices, _ in open_buckets.values() if indices]
     return buckets
 
@@ -76,6 +82,7 @@ class Reducer:
     def __init__(self, names: list[str], params: list[Tensor], group, cap_bytes: int,
                  find_unused_parameters: bool):
         self.names, self.params, self.group = names, params, group
+        self.divisor = group.size  # gradients are averaged over this many ranks
         self.find_unused_parameters = find_unused_parameters
         self.cap_bytes = cap_bytes
         self._build_buckets(list(reversed(range(len(params)))))
@@ -84,6 +91,7 @@ class Reducer:
         self.ready_order: list[int] | None = []
         self.index_of = {id(param): index for index, param in enumerate(params)}
         self.expecting = False  # a synced forward ran; its backward is due
+        self.shadowing = False  # the all-reduces under way are a joined rank's zeros
         self.ready = [False] * len(params)
         self.next_bucket = 0
         self.in_flight: list[Bucket] = []
@@ -102,7 +110,8 @@ class Reducer:
     def _rebuild_buckets(self) -> None:
         """Bucket the parameters in the order the first backward finished them. Every
         rank takes rank 0's order: the buckets must be the same everywhere."""
-        order = self.group.mpi.comm.bcast(self.ready_order, root=0)
+        order = self.group.mpi.broadcast_object(self.ready_order, 0,
+                                                "DistributedDataParallel bucket order")
         self._build_buckets(order)
         self.ready_order = None
 
@@ -110,6 +119,30 @@ class Reducer:
     def prepare_for_backward(self, outputs) -> None:
         """Called after a synced forward: expect one backward that reaches every
         parameter (or, with find_unused_parameters, the ones the outputs depend on)."""
+        self._start_step()
+        if not self.find_unused_parameters:
+            return
+        reached = reachable_leaves(outputs)
+        self._share_used([id(p) in reached or p.grad is not None for p in self.params])
+        for index, param in enumerate(self.params):
+            if id(param) not in reached:
+                self._copy_in(index)
+                self._mark_ready(index)
+
+    def shadow_backward(self) -> None:
+        """Take part in the all-reduces of a backward that the other ranks run and this
+        one, which has joined, does not: zeros for every gradient and every "used" flag,
+        the buckets started in order, the results not written into .grad."""
+        self._start_step()
+        self.shadowing = True
+        if self.find_unused_parameters:
+            self._share_used([False] * len(self.params))
+        for bucket in self.buckets:
+            bucket.flat[...] = 0
+            for index in bucket.indices:
+                self._mark_ready(index)
+
+    def _start_step(self) -> None:
         if self.ready_order is not None:
             if len(self.ready_order) == len(self.params):
                 self._rebuild_buckets()
@@ -120,16 +153,12 @@ class Reducer:
         self.next_bucket = 0
         for bucket in self.buckets:
             bucket.pending = len(bucket.indices)
-        if not self.find_unused_parameters:
-            return
-        reached = reachable_leaves(outputs)
-        used = np.array([id(p) in reached or p.grad is not None for p in self.params],
-                        dtype=np.int32)
-        self.used_anywhere = (used, self.group.mpi.all_reduce(used, ReduceOp.MAX))
-        for index, param in enumerate(self.params):
-            if id(param) not in reached:
-                self._copy_in(index)
-                self._mark_ready(index)
+
+    def _share_used(self, used: list[bool]) -> None:
+        """Start the all-reduce that tells which parameters some rank used this step."""
+        flags = np.array(used, dtype=np.int32)
+        self.used_anywhere = (flags, self.group.mpi.all_reduce(
+            flags, ReduceOp.MAX, "DistributedDataParallel used parameters"))
 
     def unfinished_error(self) -> RuntimeError | None:
         """The error for a forward that starts before the last synced backward finished
@@ -158,14 +187,14 @@ class Reducer:
         self._mark_ready(index)
 
     def _copy_in(self, index: int) -> None:
-        """grad / world_size into the parameter's slot (zeros when it has no grad)."""
+        """grad / divisor into the parameter's slot (zeros when it has no grad)."""
         param = self.params[index]
         bucket, position = self.location[index]
         slot = bucket.slot(position, param)
         if param.grad is None:
             slot[...] = 0
         else:
-            param.xp.divide(param.grad.data, self.group.size, out=slot)
+            param.xp.divide(param.grad.array, self.divisor, out=slot)
 
     def _mark_ready(self, index: int) -> None:
         self.ready[index] = True
@@ -187,7 +216,8 @@ class Reducer:
             if bucket.pending:
                 return
             backend = self.group.backend_for(bucket.flat)
-            bucket.work = backend.all_reduce(bucket.flat, ReduceOp.SUM)
+            bucket.work = backend.all_reduce(bucket.flat, ReduceOp.SUM,
+                                             "DistributedDataParallel gradient all_reduce")
             self.in_flight.append(bucket)
             self.next_bucket += 1
         self._finish()
@@ -202,34 +232,38 @@ class Reducer:
             self.used_anywhere = None
         for bucket in self.buckets:
             bucket.work.wait()
+            bucket.work = None
+            if self.shadowing:
+                continue
             for position, index in enumerate(bucket.indices):
                 param = self.params[index]
                 if param.grad is not None:
-                    param.grad.data[...] = bucket.slot(position, param)
+                    param.grad.array[...] = bucket.slot(position, param)
                 elif used_anywhere is not None and used_anywhere[index]:
                     param.grad = Tensor(bucket.slot(position, param))
-            bucket.work = None
         self.in_flight = []
         self.expecting = False
+        self.shadowing = False
 
 
 def reachable_leaves(outputs) -> set[int]:
     """ids of the leaf tensors requiring grad that the graph of `outputs` (a tensor or
-    nested lists, tuples and dicts of them) depends on."""
-    stack = [t for t in tensors_in(outputs) if t.requires_grad]
-    reached, seen_nodes = set(), set()
+    nested lists, tuples and dicts of them) depends on: the variables of the AccumulateGrad
+    nodes it reaches."""
+    reached = set()
+    stack = []
+    for t in tensors_in(outputs):
+        if t.requires_grad:
+            stack.append(gradient_edge(t)[0])
+    seen = set()
     while stack:
-        tensor = stack.pop()
-        node = tensor.grad_fn
-        if node is None:
-            reached.add(id(tensor))
+        node = stack.pop()
+        if node is None or id(node) in seen:
             continue
-        if id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        for inp, needs in zip(node.inputs, node.needs_input_grad):
-            if needs:
-                stack.append(inp)
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            reached.add(id(node.variable))
+        stack += [next_node for next_node, _ in node.next_functions]
     return reached
 
 

@@ -14,13 +14,22 @@ host and device meet, so the mistakes that only show on a real GPU show here:
   takes a device array or a scalar, never a host array; reductions give 0-d arrays;
   `cupyx.scipy.special.erf` maps float16 to float64; `cupy.random` draws only float32
   and float64; DLPack capsules say "CUDA device 0";
+- CuPy's signatures: `cupy.array([...])` of a list that mixes device arrays with host
+  values (or is ragged) raises TypeError; `ascontiguousarray`/`asfortranarray` take
+  device arrays only; `clip` needs both bounds; NumPy's `where=` and `initial=` keywords
+  raise TypeError; sorts are stable and take no other kind; a view's `base` is the one
+  array owning its memory, the same object on every access;
+- the order of atomics: `ufunc.at` (CuPy's scatter-add) applies the updates of repeated
+  positions in a new random order on every call, so float sums into repeated indices
+  differ from run to run, as they do on a GPU;
 - `cupy.random`, `cupy.cuda` (Device, runtime, streams, events, synchronize) and the
   memory pool, with CuPy's names;
 - any name CuPy has but the stand-in does not model, or that CuPy lacks, raises
   AttributeError naming it, so new code cannot silently lean on NumPy.
 
-What it cannot show: CUDA numerics (reduction order, fast-math), cuBLAS, the Numba CUDA
-kernels on hardware, asynchrony between streams, device memory limits, and speed.
+What it cannot show: CUDA numerics (the order of reductions and scans, fast-math), which
+of several writes to one position lands (`x[idx] = v` with repeats), cuBLAS, the Numba
+CUDA kernels on hardware, asynchrony between streams, device memory limits, and speed.
 """
 from __future__ import annotations
 

@@ -8,9 +8,14 @@ copies reach, with CuPy's rules (cupy/_core/core.pyx and _routines_indexing.pyx)
 - reductions and element access give 0-d arrays, never host scalars;
 - integer-array indices wrap around instead of raising (a scalar index still raises);
 - `x[basic] = v` copies a device array or fills with a scalar, and rejects host arrays;
-- dtypes CuPy lacks (object, strings, datetimes) are rejected.
+- dtypes CuPy lacks (object, strings, datetimes) are rejected;
+- a view's `base` is the array owning the memory, one object however often it is read;
+- methods take CuPy's arguments: `clip(min, max)`, stable sorts only, no `where=` or
+  `initial=`.
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -19,8 +24,18 @@ from minigrad.testing.fake_cupy._indexing import device_index
 
 _SUPPORTED_KINDS = frozenset("biufc")
 _PYTHON_SCALARS = (bool, int, float, complex)
-_IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. Please use "
-                        "`.get()` to construct a NumPy array explicitly.")
+IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. Please use "
+                       "`.get()` to construct a NumPy array explicitly.")
+
+
+# NumPy keywords that no CuPy function or method takes
+NUMPY_ONLY_KEYWORDS = frozenset(("where", "initial"))
+
+
+def refuse_numpy_only_keywords(name: str, kwargs: dict) -> None:
+    """TypeError, as Python gives for CuPy's signatures, for `where=` or `initial=`."""
+    for key in NUMPY_ONLY_KEYWORDS.intersection(kwargs):
+        raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
 
 
 def unsupported(value, op: str) -> TypeError:
@@ -32,13 +47,33 @@ def unsupported(value, op: str) -> TypeError:
 
 
 def adopt(host: np.ndarray) -> ndarray:
-    """A stand-in array whose device memory is `host` (no copy)."""
+    """A stand-in array whose device memory is `host` (no copy). A view's `base` is the
+    stand-in array that owns the memory, the same object on every access, as in CuPy."""
     if host.dtype.kind not in _SUPPORTED_KINDS:
         raise ValueError(f"Unsupported dtype {host.dtype}")
     array = object.__new__(ndarray)
     array._host = host
     array._allocation = _memory.allocate(host.nbytes) if host.base is None else None
+    owner = _memory_owner(host)
+    if owner is host:
+        array._base = None
+        _OWNERS[id(host)] = array
+    else:
+        base = _OWNERS.get(id(owner))
+        array._base = adopt(owner) if base is None else base
     return array
+
+
+def _memory_owner(host: np.ndarray) -> np.ndarray:
+    """The host array at the root of `host`'s chain of views."""
+    while isinstance(host.base, np.ndarray):
+        host = host.base
+    return host
+
+
+# id of an owning host array -> the stand-in array adopting it (an entry lives as long as
+# that stand-in array, which keeps the host array, and so its id, alive)
+_OWNERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def wrap(value):
@@ -104,7 +139,7 @@ class MemoryPointer:
 class ndarray:  # noqa: N801  (cupy.ndarray)
     """A CuPy array standing in for device memory (see the module docstring)."""
 
-    __slots__ = ("_host", "_allocation", "__weakref__")
+    __slots__ = ("_host", "_allocation", "_base", "__weakref__")
     __array_priority__ = 100  # CuPy's
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
@@ -115,6 +150,8 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
             raise ValueError(f"Unsupported dtype {host.dtype}")
         self._host = host
         self._allocation = _memory.allocate(host.nbytes)
+        self._base = None
+        _OWNERS[id(host)] = self
 
     # ---------------------------------------------------------------- attributes
     shape = property(lambda self: self._host.shape)
@@ -130,9 +167,8 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
 
     @property
     def base(self):
-        """The array this one views (None when it owns its memory)."""
-        base = self._host.base
-        return adopt(base) if isinstance(base, np.ndarray) else base
+        """The array owning the memory this one views (None when it owns its memory)."""
+        return self._base
 
     @property
     def device(self):
@@ -182,7 +218,7 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
         return self.get().tobytes(order)
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(_IMPLICIT_CONVERSION)
+        raise TypeError(IMPLICIT_CONVERSION)
 
     def __int__(self) -> int:
         return int(self.get())
@@ -250,6 +286,22 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
             return self
         return adopt(self._host.astype(dtype, order=order, casting=casting or "unsafe"))
 
+    def clip(self, min=None, max=None, out=None):  # noqa: A002  (CuPy's names)
+        """Values limited to [min, max]; None leaves that side open."""
+        bounds = [None if v is None else elementwise_operand(v, "clip") for v in (min, max)]
+        if out is None:
+            return adopt(np.clip(self._host, *bounds))
+        np.clip(self._host, *bounds, out=to_host(out, "clip"))
+        return out
+
+    def sort(self, axis=-1, kind=None) -> None:
+        """In place, stable (CuPy's only kind: kind may be None or 'stable')."""
+        self._host.sort(axis=axis, kind=_stable(kind))
+
+    def argsort(self, axis=-1, kind=None):
+        """The indices of a stable sort (CuPy's only kind: kind may be None or 'stable')."""
+        return adopt(self._host.argsort(axis=axis, kind=_stable(kind)))
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # the stand-in's modules import one another
         from minigrad.testing.fake_cupy import _functions
@@ -278,6 +330,12 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
             return adopt(result)
         out[...] = adopt(result)
         return out
+
+
+def _stable(kind) -> str:
+    if kind is not None and kind != "stable":
+        raise ValueError("kind can only be None or 'stable'")
+    return "stable"
 
 
 # ----------------------------------------------------------------------------- operators
@@ -352,8 +410,8 @@ for _name, _ufunc in _UNARY_OPERATORS.items():
 # NumPy's methods of the same name, run on the device memory
 
 _METHOD_NAMES = (
-    "all any argmax argmin argpartition argsort clip conj copy cumprod cumsum diagonal dot "
-    "flatten max mean min nonzero partition prod ravel repeat reshape round sort squeeze "
+    "all any argmax argmin argpartition conj copy cumprod cumsum diagonal dot "
+    "flatten max mean min nonzero partition prod ravel repeat reshape round squeeze "
     "std sum swapaxes trace transpose var view"
 ).split()
 
@@ -362,6 +420,7 @@ def _host_method(name: str):
     numpy_method = getattr(np.ndarray, name)
 
     def method(self, *args, **kwargs):
+        refuse_numpy_only_keywords(name, kwargs)
         result = numpy_method(self._host, *to_host(args, name),
                               **{key: to_host(v, name) for key, v in kwargs.items()})
         out = kwargs.get("out")

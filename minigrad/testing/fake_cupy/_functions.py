@@ -6,7 +6,10 @@ other, so code cannot lean on a NumPy function that CuPy lacks. Three kinds:
   `.at`, `.reduce`, `.accumulate`, `.outer` as far as CuPy implements them;
 - functions (`cupy.sum`, `cupy.concatenate`, ...): device arrays (also inside lists);
   a host array anywhere is refused;
-- copies from the host (`cupy.asarray`, `cupy.array`, ...): anything array-like.
+- copies from the host (`cupy.asarray`, `cupy.array`): host data, or a list of device
+  arrays of one shape (never the two mixed).
+Functions that need a device array (`ascontiguousarray`, `clip`, `sort`, ...) refuse
+anything else, and no function takes NumPy's `where=` or `initial=`.
 """
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ import functools
 import numpy as np
 
 from minigrad.testing.fake_cupy._array import (
+    IMPLICIT_CONVERSION,
     adopt,
     elementwise_operand,
     ndarray,
+    refuse_numpy_only_keywords,
     to_host,
     unsupported,
     wrap,
@@ -36,7 +41,7 @@ UFUNC_NAMES = (
 ).split()
 
 FUNCTION_NAMES = (
-    "all allclose amax amin any append arange argmax argmin argpartition argsort argwhere "
+    "all allclose amax amin any append arange argmax argmin argpartition argwhere "
     "around "
     "array_equal array_split atleast_1d atleast_2d atleast_3d average broadcast_arrays "
     "broadcast_to clip column_stack concatenate count_nonzero cumprod cumsum diag diagonal "
@@ -44,12 +49,12 @@ FUNCTION_NAMES = (
     "full_like hstack identity inner isclose kron linspace max mean median meshgrid min "
     "may_share_memory moveaxis nan_to_num nanmax nanmean nanmin nansum nonzero ones "
     "ones_like outer pad partition prod ptp ravel repeat reshape roll rollaxis round "
-    "searchsorted shape shares_memory size sort split squeeze stack std sum swapaxes "
+    "searchsorted shape shares_memory size split squeeze stack std sum swapaxes "
     "take_along_axis tensordot tile trace transpose tri "
     "tril triu unique var vstack where zeros zeros_like"
 ).split()
 
-FROM_HOST_NAMES = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+FROM_HOST_NAMES = ("array", "asarray", "asanyarray")
 
 # NumPy's own objects that CuPy re-exports unchanged
 NUMPY_NAMES = (
@@ -69,6 +74,12 @@ _SCATTER_DTYPES = {
 }
 
 
+# the keywords cupy.ufunc.__call__ takes besides out (anything else: TypeError)
+_UFUNC_KEYWORDS = frozenset(("dtype", "casting"))
+# the order in which ufunc.at's "atomic" updates land: unseeded, like a GPU's threads
+_ATOMICS_ORDER = np.random.default_rng()
+
+
 class ufunc:  # noqa: N801  (cupy.ufunc)
     """An elementwise kernel: `numpy_ufunc` on device memory, CuPy's operand rules."""
 
@@ -83,6 +94,8 @@ class ufunc:  # noqa: N801  (cupy.ufunc)
         return f"<ufunc 'cupy_{self.name}' (stand-in)>"
 
     def __call__(self, *args, out=None, **kwargs):
+        if set(kwargs) - _UFUNC_KEYWORDS:  # CuPy's message; NumPy's where= is one of them
+            raise TypeError(f"Wrong arguments {kwargs}")
         operands = [elementwise_operand(a, self.name) for a in args]
         if out is not None:
             if isinstance(out, tuple):
@@ -95,7 +108,11 @@ class ufunc:  # noqa: N801  (cupy.ufunc)
         return wrap(self._compute(*operands, **kwargs))
 
     def at(self, a, indices, b=None) -> None:
-        """In place at `indices`; out-of-range indices wrap, as in CuPy's scatter."""
+        """In place at `indices`; out-of-range indices wrap, as in CuPy's scatter. CuPy
+        updates with atomics, so a position that repeats takes its values in the order
+        the GPU's threads happen to finish: the stand-in applies them in a new random
+        order on every call, and float sums into repeated positions differ from run to
+        run here as they do on a GPU."""
         supported = _SCATTER_DTYPES.get(self.name)
         if supported is None:
             raise NotImplementedError(f"`cupy_{self.name}.at` is not supported yet")
@@ -105,7 +122,12 @@ class ufunc:  # noqa: N801  (cupy.ufunc)
         if values.astype(a.dtype, copy=False).dtype.name not in supported:
             raise TypeError(f"cupy.{self.name}.at only supports "
                             f"{', '.join(supported)} as data type")
-        self._numpy.at(a._host, device_index(indices, a.shape), values)
+        host = a._host
+        positions = np.arange(host.size).reshape(host.shape)[device_index(indices, a.shape)]
+        values = np.broadcast_to(values, positions.shape).reshape(-1)
+        order = _ATOMICS_ORDER.permutation(positions.size)
+        self._numpy.at(host, np.unravel_index(positions.reshape(-1)[order], host.shape),
+                       values[order])
 
     def reduce(self, array, axis=0, dtype=None, out=None, keepdims=False):
         reductions = {"add": "sum", "multiply": "prod"}
@@ -130,6 +152,7 @@ def _device_function(name: str, numpy_function):
 
     @functools.wraps(numpy_function)
     def function(*args, **kwargs):
+        refuse_numpy_only_keywords(name, kwargs)
         result = numpy_function(*to_host(args, name),
                                 **{key: to_host(v, name) for key, v in kwargs.items()})
         out = kwargs.get("out")
@@ -147,20 +170,29 @@ def _where(condition, x=None, y=None):
     return wrap(np.where(*operands))
 
 
-def _clip(a, a_min=None, a_max=None, out=None, **kwargs):
-    bounds = [None if v is None else elementwise_operand(v, "clip") for v in (a_min, a_max)]
-    result = np.clip(to_host(a, "clip"), *bounds, out=to_host(out, "clip"), **kwargs)
-    return out if out is not None else wrap(result)
+def clip(a, a_min, a_max, out=None):
+    """cupy.clip: both bounds are required arguments (None for no bound), no keywords."""
+    if type(a) is not ndarray:
+        raise unsupported(a, "clip")
+    return a.clip(a_min, a_max, out)
 
 
 def _copy_from_host(name: str, numpy_function):
-    """cupy.asarray and friends: host data is copied to the device (device data is not)."""
+    """cupy.array, cupy.asarray: host data is copied to the device (device data is not).
+    A (nested) list holding device arrays must hold only device arrays, all of one shape
+    (CuPy concatenates them); mixed with host values it is converted through NumPy, which
+    refuses the device arrays (core.pyx: _array_info_from_nested_sequence)."""
 
     def function(a, dtype=None, *args, **kwargs):
         if type(a) is ndarray:
             host = numpy_function(a._host, dtype, *args, **kwargs)
             return a if host is a._host else adopt(host)
-        host = np.array(_unwrap_nested(a), dtype=dtype, copy=True)
+        if type(a) in (list, tuple) and _holds_device_array(a):
+            stacked = _stacked_device_arrays(a)
+            if stacked is None:
+                raise TypeError(IMPLICIT_CONVERSION)
+            return adopt(numpy_function(stacked, dtype, *args, **kwargs))
+        host = np.array(a, dtype=dtype, copy=True)
         return adopt(numpy_function(host, None, *args, **kwargs))
 
     function.__name__ = function.__qualname__ = name
@@ -168,13 +200,55 @@ def _copy_from_host(name: str, numpy_function):
     return function
 
 
-def _unwrap_nested(value):
-    """Lists may mix device arrays and host values (cupy.array([x, 1.0]))."""
+def _holds_device_array(value) -> bool:
+    if type(value) is ndarray:
+        return True
+    return type(value) in (list, tuple) and any(_holds_device_array(v) for v in value)
+
+
+def _stacked_device_arrays(value):
+    """The memory of a nest of device arrays of one shape, stacked as CuPy concatenates
+    them (dtypes promoted), or None when the nest holds anything else or is ragged."""
     if type(value) is ndarray:
         return value._host
-    if type(value) in (list, tuple):
-        return type(value)(_unwrap_nested(v) for v in value)
-    return value
+    if type(value) not in (list, tuple) or not value:
+        return None
+    parts = [_stacked_device_arrays(v) for v in value]
+    if any(p is None for p in parts) or len({p.shape for p in parts}) != 1:
+        return None
+    return np.stack(parts).astype(np.result_type(*parts), copy=False)
+
+
+def _as_layout(name: str, order: str):
+    """cupy.ascontiguousarray / asfortranarray: a device array only (a Cython-typed
+    argument: anything else is a TypeError); a 0-d array becomes 1-d, as in NumPy."""
+
+    def function(a, dtype=None):
+        if type(a) is not ndarray:
+            raise TypeError(f"Argument 'a' has incorrect type (expected cupy.ndarray, got "
+                            f"{type(a).__name__})")
+        host = np.array(a._host, dtype=dtype, order=order, copy=None, ndmin=1)
+        return a if host is a._host else adopt(host)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"cupy.{name}: device arrays only."
+    return function
+
+
+def sort(a, axis=-1, kind=None):
+    """cupy.sort: a sorted copy, stable (CuPy's only kind: None or 'stable')."""
+    if type(a) is not ndarray:
+        raise unsupported(a, "sort")
+    result = a.copy()
+    result.sort(axis=axis, kind=kind)
+    return result
+
+
+def argsort(a, axis=-1, kind=None):
+    """cupy.argsort: the indices of a stable sort (CuPy's only kind: None or 'stable')."""
+    if type(a) is not ndarray:
+        raise unsupported(a, "argsort")
+    return a.argsort(axis=axis, kind=kind)
 
 
 def asnumpy(a, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
@@ -203,8 +277,11 @@ def _build() -> dict:
     table.update({name: _device_function(name, getattr(np, name)) for name in FUNCTION_NAMES})
     table.update({name: _copy_from_host(name, getattr(np, name)) for name in FROM_HOST_NAMES})
     table.update({name: getattr(np, name) for name in NUMPY_NAMES})
-    table.update(where=_where, clip=_clip, take=_take, asnumpy=asnumpy,
-                 get_array_module=get_array_module, ndarray=ndarray, ufunc=ufunc)
+    table.update(where=_where, clip=clip, take=_take, asnumpy=asnumpy,
+                 get_array_module=get_array_module, ndarray=ndarray, ufunc=ufunc,
+                 ascontiguousarray=_as_layout("ascontiguousarray", "C"),
+                 asfortranarray=_as_layout("asfortranarray", "F"),
+                 sort=sort, argsort=argsort)
     return table
 
 

@@ -25,6 +25,7 @@ from minigrad.utils.data.sampler import (
     SequentialSampler,
     SubsetRandomSampler,
 )
+from minigrad.utils.data.worker import WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler",
@@ -39,7 +40,9 @@ __all__ = [
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
+    "WorkerInfo",
     "default_collate",
     "default_convert",
+    "get_worker_info",
     "random_split",
 ]

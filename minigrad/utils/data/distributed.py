@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from minigrad import distributed
-from minigrad.utils.data.sampler import Sampler
+from minigrad.utils.data.sampler import Sampler, is_int, is_positive_int
 
 
 class DistributedSampler(Sampler):
@@ -28,10 +28,10 @@ class DistributedSampler(Sampler):
             num_replicas = distributed.get_world_size()
         if rank is None:
             rank = distributed.get_rank()
-        if num_replicas < 1:
-            raise ValueError(f"DistributedSampler: num_replicas must be at least 1, got "
-                             f"{num_replicas}")
-        if not 0 <= rank < num_replicas:
+        if not is_positive_int(num_replicas):
+            raise ValueError(f"DistributedSampler: num_replicas should be a positive integer "
+                             f"value, but got num_replicas={num_replicas!r}")
+        if not is_int(rank) or not 0 <= rank < num_replicas:
             raise ValueError(f"DistributedSampler: invalid rank {rank}, rank should be in the "
                              f"interval [0, {num_replicas - 1}]")
         self.dataset = dataset

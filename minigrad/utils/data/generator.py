@@ -35,5 +35,12 @@ def resolve(generator: np.random.Generator | None) -> np.random.Generator:
     """`generator` itself, or for None a new one seeded from minigrad's global generator."""
     if generator is not None:
         return generator
-    seed = int(global_random.integers(0, 2**63 - 1, (), "cpu"))
-    return np.random.default_rng(seed)
+    return np.random.default_rng(draw_seed(None))
+
+
+def draw_seed(generator: np.random.Generator | None) -> int:
+    """A seed in [0, 2**63 - 1) drawn from `generator`, or for None from minigrad's global
+    CPU generator (a DataLoader draws its workers' base seed so, as PyTorch's does)."""
+    if generator is None:
+        return int(global_random.integers(0, 2**63 - 1, (), "cpu"))
+    return int(generator.integers(0, 2**63 - 1))

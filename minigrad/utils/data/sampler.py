@@ -6,6 +6,8 @@ from collections.abc import Iterator, Sequence
 
 from minigrad.utils.data.generator import Generator, as_numpy_generator, resolve
 
+_DRAWS_PER_CHUNK = 32  # RandomSampler's draws with replacement, taken at a time
+
 
 class Sampler:
     """Base class: subclasses define `__iter__` (indices) and usually `__len__`."""
@@ -31,7 +33,13 @@ class RandomSampler(Sampler):
     """A random order of the dataset's indices: a permutation per pass (num_samples > n
     gives several permutations, the last one cut), or with `replacement=True`,
     `num_samples` independent uniform draws. Each pass draws anew from `generator` (see
-    generator.py for what it may be)."""
+    generator.py for what it may be).
+
+    Indices are drawn as they are consumed (a permutation at a time, or draws with
+    replacement 32 at a time, as PyTorch does), so memory does not grow with num_samples:
+    `RandomSampler(data, replacement=True, num_samples=10**10)` is an endless loader's
+    sampler. The chunks continue one NumPy stream: the indices are those of a single
+    draw of num_samples."""
 
     def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
                  generator: Generator = None):
@@ -42,7 +50,7 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = as_numpy_generator(generator, "RandomSampler")
-        if not _is_positive_int(self.num_samples):
+        if not is_positive_int(self.num_samples):
             raise ValueError(f"RandomSampler: num_samples should be a positive integer value, "
                              f"but got num_samples={self.num_samples!r}")
 
@@ -54,7 +62,9 @@ class RandomSampler(Sampler):
         size = len(self.data_source)
         rng = resolve(self.generator)
         if self.replacement:
-            yield from rng.integers(0, size, self.num_samples).tolist()
+            for _ in range(self.num_samples // _DRAWS_PER_CHUNK):
+                yield from rng.integers(0, size, _DRAWS_PER_CHUNK).tolist()
+            yield from rng.integers(0, size, self.num_samples % _DRAWS_PER_CHUNK).tolist()
             return
         for _ in range(self.num_samples // size):
             yield from rng.permutation(size).tolist()
@@ -84,12 +94,7 @@ class BatchSampler(Sampler):
     `drop_last`."""
 
     def __init__(self, sampler, batch_size: int, drop_last: bool):
-        if not _is_positive_int(batch_size):
-            raise ValueError(f"BatchSampler: batch_size should be a positive integer value, "
-                             f"but got batch_size={batch_size!r}")
-        if not isinstance(drop_last, bool):
-            raise ValueError(f"BatchSampler: drop_last should be a boolean value, but got "
-                             f"drop_last={drop_last!r}")
+        check_batching("BatchSampler", batch_size, drop_last)
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -108,5 +113,21 @@ class BatchSampler(Sampler):
         return -(-len(self.sampler) // self.batch_size)
 
 
-def _is_positive_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+def check_batching(owner: str, batch_size, drop_last) -> None:
+    """PyTorch's ValueErrors for a batch size that is not a positive int (0, -1, 2.0 and
+    True are refused) or a drop_last that is not a bool."""
+    if not is_positive_int(batch_size):
+        raise ValueError(f"{owner}: batch_size should be a positive integer value, but got "
+                         f"batch_size={batch_size!r}")
+    if not isinstance(drop_last, bool):
+        raise ValueError(f"{owner}: drop_last should be a boolean value, but got "
+                         f"drop_last={drop_last!r}")
+
+
+def is_int(value) -> bool:
+    """An int, NumPy's too, but not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_positive_int(value) -> bool:
+    return is_int(value) and value > 0

@@ -1,0 +1,18 @@
+"""mg.compile: capture a step once, replay it without per-op Python (docs/compile.md).
+
+    traced.py    the array every tensor holds during a capture, reporting each operation
+    steps.py     what a capture records: slot references and the kinds of step
+    slots.py     the numbered arrays of a capture; which tensors the external ones are
+    recorder.py  the steps, recorded as the step runs
+    patches.py   where a capture listens (ops' forwards, NumPy creation, random draws, ...)
+    rollback.py  undoing what the capture's eager run changed
+    schedule.py  the order of the steps: guards before lasting effects; when slots die
+    plan.py      a record made ready to replay
+    guards.py    when a plan fits a call
+    capture.py   one capture, from the eager run to an Entry
+    replay.py    replaying an Entry; a compiled forward's node in the eager graph
+    api.py       mg.compile, CompiledFunction, OptimizedModule
+"""
+from minigrad.compile.api import CACHE_SIZE_LIMIT, OptimizedModule, Unsupported, compile
+
+__all__ = ["CACHE_SIZE_LIMIT", "OptimizedModule", "Unsupported", "compile"]

@@ -1,0 +1,189 @@
+"""mg.compile: PyTorch's torch.compile names on minigrad's capture and replay.
+
+    step = mg.compile(train_step)          # forward, backward, optimizer step: one plan
+    model = mg.compile(model)              # the forward, and its backward as one node
+    @mg.compile
+    def decode(ids): ...
+
+The first call with a new combination of guards (guards.py) captures the step: it runs
+once, eagerly, with every array operation recorded (capture.py), the state it changed is
+put back, and the plan is replayed; its result is compared with the eager run's, bit for
+bit. Later calls with that combination replay the plan alone. A step that cannot be
+captured runs eagerly, with one warning naming the op and the line (fullgraph=True
+raises instead); after CACHE_SIZE_LIMIT plans, new combinations run eagerly.
+
+MINIGRAD_DEBUG=compile prints every plan as it is made (plan.py, Plan.describe).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+
+from minigrad import random
+from minigrad.amp import is_autocast_enabled
+from minigrad.compile.capture import Broken, capture
+from minigrad.compile.guards import argument_objects, call_key, tensor_arguments
+from minigrad.compile.plan import GuardFailed
+from minigrad.compile.traced import ACTIVE
+from minigrad.nn.modules.module import Module
+
+CACHE_SIZE_LIMIT = 8  # plans per compiled function (torch._dynamo.config.cache_size_limit)
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class Unsupported(RuntimeError):
+    """fullgraph=True and the step cannot be captured whole (torch._dynamo's name)."""
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,  # noqa: A001
+            mode: str | None = None, disable: bool = False):
+    """Capture a function or a Module's forward once and replay it (module docstring).
+
+    fullgraph: raise Unsupported where the step cannot be captured, instead of running
+        it eagerly with a warning.
+    dynamic: accepted for PyTorch's signature; sizes are not symbolic here, so each new
+        shape is a new plan (up to CACHE_SIZE_LIMIT).
+    mode: one of PyTorch's modes; all replay the same plan (there is no autotuning).
+    disable: return `model` itself, uncompiled.
+    Used without `model`, returns a decorator: `@mg.compile(fullgraph=True)`."""
+    if mode not in MODES:
+        raise ValueError(f"compile: unknown mode {mode!r}; expected one of "
+                         f"{', '.join(repr(m) for m in MODES)}")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"compile: dynamic must be None, True or False, got {dynamic!r}")
+    if model is None:
+        return functools.partial(compile, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                 disable=disable)
+    if disable:
+        return model
+    if isinstance(model, Module):
+        return OptimizedModule(model, CompiledFunction(model, fullgraph))
+    if not callable(model):
+        raise TypeError(f"compile: expected a function or a Module, got "
+                        f"{type(model).__name__}")
+    return CompiledFunction(model, fullgraph)
+
+
+class CompiledFunction:
+    """A function with its plans (see the module docstring)."""
+
+    def __init__(self, fn, fullgraph: bool):
+        functools.update_wrapper(self, fn, updated=())
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self._fn = fn
+        self._fullgraph = fullgraph
+        self._plans: dict[tuple, list] = {}
+        self._plan_count = 0
+        self._eager: set = set()  # call keys whose step cannot be captured
+        self._warned: set[str] = set()
+
+    def __get__(self, instance, owner=None):
+        # decorating a method: the instance is an argument like any other
+        return self if instance is None else functools.partial(self, instance)
+
+    def __call__(self, *args, **kwargs):
+        if ACTIVE.recorder is not None:  # inside another capture: be part of it
+            return self._fn(*args, **kwargs)
+        tensors = tensor_arguments(args, kwargs)
+        if is_autocast_enabled("cpu") or is_autocast_enabled("cuda"):
+            return self._eager_call("an autocast region (not captured)", args, kwargs)
+        key = call_key(args, kwargs, tensors)
+        if key in self._eager:
+            return self._fn(*args, **kwargs)
+        entries = self._plans.get(key, ())
+        for index, entry in enumerate(entries):
+            if entry.checks.hold(tensors):
+                if index:  # the plan that fits now comes first next time
+                    entries.insert(0, entries.pop(index))
+                return self._replay(entry, tensors, args, kwargs)
+        if self._plan_count >= CACHE_SIZE_LIMIT:
+            return self._eager_call(f"more than {CACHE_SIZE_LIMIT} plans (cache_size_limit): "
+                                    "the guards keep changing", args, kwargs)
+        return self._capture(key, tensors, args, kwargs)
+
+    def _replay(self, entry, tensors, args, kwargs):
+        sources = entry.plan.random_sources
+        states = [(s, s.get_state() if s is not None else random.get_rng_state())
+                  for s in sources]
+        try:
+            return entry.replay(tensors)
+        except GuardFailed:
+            # a value read during the capture differs: the eager step decides (it raises
+            # where the value is an error, as for an index out of range), drawing the
+            # random numbers the replay drew
+            for source, state in states:
+                if source is None:
+                    random.set_rng_state(state)
+                else:
+                    source.set_state(state)
+            return self._fn(*args, **kwargs)
+
+    def _capture(self, key, tensors, args, kwargs):
+        try:
+            captured = capture(self._fn, args, kwargs, tensors)
+        except Exception as failure:
+            # the step failed (its changes undone): eagerly it fails the same way, with
+            # eager's state and traceback; if it does not, the capture is at fault
+            result = self._fn(*args, **kwargs)
+            self._eager.add(key)
+            self._warn(f"the capture failed ({failure!r})")
+            return result
+        if captured is None:  # another thread is capturing
+            return self._fn(*args, **kwargs)
+        if isinstance(captured, Broken):
+            self._eager.add(key)
+            return self._eager_call(captured.reason, args, kwargs)
+        entry, expected = captured
+        entry.pinned = argument_objects(args, kwargs)
+        if "compile" in os.environ.get("MINIGRAD_DEBUG", "").split(","):
+            print(f"[minigrad compile] {self.__name__}\n{entry.plan.describe()}",
+                  file=sys.stderr)
+        self._plans.setdefault(key, []).append(entry)
+        self._plan_count += 1
+        try:
+            outputs = entry.replay(tensors)
+            difference = expected.mismatch(entry, tensors, outputs)
+        except GuardFailed as failed:  # on the capture's own inputs: the plan is wrong
+            difference = f"a check ({failed})"
+        if difference is None:
+            return outputs
+        # the plan misses something the eager run did: never hand out its numbers
+        self._plans[key].remove(entry)
+        self._eager.add(key)
+        expected.rollback.restore()  # undo the replay too: the eager step starts afresh
+        return self._eager_call(f"its replay differs from the eager run in {difference}",
+                                args, kwargs)
+
+    def _eager_call(self, reason: str, args, kwargs):
+        if self._fullgraph:
+            raise Unsupported(f"mg.compile(fullgraph=True): {self.__name__} cannot be "
+                              f"captured whole: {reason}")
+        self._warn(reason)
+        return self._fn(*args, **kwargs)
+
+    def _warn(self, reason: str) -> None:
+        if reason not in self._warned:
+            self._warned.add(reason)
+            warnings.warn(f"mg.compile: {self.__name__} runs eagerly: {reason}",
+                          RuntimeWarning, stacklevel=4)
+
+
+class OptimizedModule(Module):
+    """What mg.compile(module) returns (PyTorch's name): calling it replays the
+    module's compiled forward; everything else is the module's (`_orig_mod`)."""
+
+    def __init__(self, module: Module, forward: CompiledFunction):
+        super().__init__()
+        self._orig_mod = module
+        object.__setattr__(self, "_compiled_forward", forward)
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_forward(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)

@@ -1,0 +1,266 @@
+"""One capture: run the step once, eagerly, with every array operation recorded; put
+back everything that run changed; make the record a plan (an Entry).
+
+The eager run works on TracedArrays (traced.py) while the wrappers of patches.py listen.
+When the step's output needs gradients and the step does not run backward itself, the
+capture also records the backward of that output, by asking the engine for the gradients
+of every tensor the step read that requires grad (`mg.autograd.grad`, with a stand-in
+output gradient): the plan is then a forward and a backward, replayed inside one node
+(replay.py).
+
+The state is then rolled back (rollback.py) and the caller replays the plan, so that
+even the first call returns the plan's numbers; `Expected` keeps what the eager run
+produced, and `Expected.mismatch` compares the first replay with it, bit for bit.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from minigrad import random
+from minigrad.autograd import engine, is_grad_enabled
+from minigrad.compile.guards import Checks
+from minigrad.compile.patches import Patches
+from minigrad.compile.plan import Plan
+from minigrad.compile.recorder import Recorder
+from minigrad.compile.replay import Backward, Entry
+from minigrad.compile.schedule import guards_into_forward
+from minigrad.compile.steps import (
+    Call,
+    GraphBreak,
+    Guard,
+    Ref,
+    SetGrad,
+    TensorRef,
+    Unit,
+)
+from minigrad.compile.traced import ACTIVE, TracedArray, plain
+from minigrad.nn.modules.module import Module
+from minigrad.tensor import Tensor
+
+# one capture at a time: the wrappers are process-wide (another thread runs eagerly)
+_CAPTURING = threading.Lock()
+
+
+class Broken:
+    """A step that cannot be captured, and why (the op and the line of user code)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def capture(fn, args: tuple, kwargs: dict, tensors: list[Tensor]):
+    """An Entry and the Expected results of the eager run; a Broken; or None when
+    another thread is capturing (run eagerly). Exceptions of the step propagate after
+    the state is rolled back."""
+    if not _CAPTURING.acquire(blocking=False):
+        return None
+    try:
+        return _capture(fn, args, kwargs, tensors)
+    finally:
+        _CAPTURING.release()
+
+
+def _capture(fn, args, kwargs, tensors):
+    recorder, patches = Recorder(), Patches()
+    reason = backward = output = expected = None
+    try:
+        recorder.add_arguments(tensors)
+        patches.install()
+        ACTIVE.recorder = recorder
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, Module):  # a module's forward, compiled in its place
+            recorder.bind_module(owner)
+        result = fn(*args, **kwargs)
+        if recorder.backward_calls == 0 and is_grad_enabled():
+            backward = _trace_backward(recorder, result)
+        output = recorder.template(result)
+    except GraphBreak as stop:
+        reason = stop.reason
+    finally:
+        ACTIVE.recorder = None
+        patches.remove()
+        for owner, array in reversed(recorder.swapped):
+            owner.array = array
+        if reason is None and output is not None:
+            expected = Expected(recorder, output, backward)
+        versions = recorder.rollback.version_changes()
+        changed = recorder.rollback.changed_modules()
+        recorder.rollback.restore()
+    if reason is None and changed:
+        reason = (f"the step changes {', '.join(changed)} (only tensor work is replayed; "
+                  "keep Python state changes outside the compiled function)")
+    if reason is not None:
+        return Broken(reason)
+    try:
+        entry = _entry(recorder, output, backward)
+    except GraphBreak as stop:
+        return Broken(stop.reason)
+    entry.plan.version_changes = versions
+    return entry, expected
+
+
+def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:
+    arguments = [recorder.arguments[id_] for id_ in recorder.arguments]
+    if backward is None:
+        used = {s for step in recorder.steps for s in _reads_of(step)}
+        used |= set(_slots(output))
+        externals = [e for e in recorder.externals if e.slot in used]
+        plan = Plan(recorder.steps, externals, recorder.slot_count, recorder.slot_roots,
+                    output)
+        return Entry(plan, externals, arguments, Checks(recorder, externals))
+    checks = Checks(recorder, recorder.externals)
+    boundary = backward["boundary"]
+    forward_steps, backward_steps = guards_into_forward(
+        recorder.steps[:boundary], recorder.steps[boundary:], backward["grad_slot"])
+    backward_reads = {s for step in backward_steps for s in _reads_of(step)}
+    forward = Plan(forward_steps, recorder.externals, recorder.slot_count,
+                   recorder.slot_roots, output, keep=backward_reads)
+    grads_template = tuple(Ref(s) for s in backward["input_grads"] if s is not None)
+    backward_plan = Plan(backward_steps, [], recorder.slot_count, recorder.slot_roots,
+                         grads_template)
+    return Entry(forward, recorder.externals, arguments, checks,
+                 Backward(backward_plan, backward["output_slot"], backward["grad_slot"],
+                          backward["input_grads"]))
+
+
+def _reads_of(step) -> tuple:
+    if isinstance(step, (Guard, SetGrad)):
+        return () if isinstance(step, SetGrad) and step.value is None else (
+            step.slot if isinstance(step, Guard) else step.value.slot,)
+    return step.reads
+
+
+def _trace_backward(recorder: Recorder, result) -> dict | None:
+    """Record the backward of the step's output that needs gradients (module docstring);
+    None when no output does."""
+    outputs = [t for t in _tensors(result) if t.grad_fn is not None]
+    if not outputs:
+        return None
+    if len({id(t) for t in outputs}) > 1:
+        recorder.refuse(f"{len(outputs)} outputs that need gradients (a compiled forward "
+                        "gives gradients to one)")
+    if any(e.attribute == "grad" for e in recorder.externals):
+        recorder.refuse("a forward that reads gradients")
+    output = outputs[0]
+    leaves = [e for e in recorder.externals if e.tensor._requires_grad]
+    boundary = len(recorder.steps)
+    recorder.tracing_backward = True
+    recorder.depth += 1
+    try:
+        ones = np.ones(output.array.shape, output.array.dtype)
+    finally:
+        recorder.depth -= 1
+    stand_in = np.ndarray.view(ones, TracedArray)
+    grad_slot = recorder._register(stand_in)
+    grads = engine.grad([output], [e.tensor for e in leaves],
+                        grad_outputs=[Tensor._wrap(stand_in)], allow_unused=True)
+    grad_of = {}
+    for e, g in zip(leaves, grads, strict=True):
+        if g is not None:
+            grad_of[e.slot] = recorder.template(g.array).slot
+    for step in recorder.steps[boundary:]:
+        if step.effect is not None or not isinstance(step, (Call, Unit, Guard)):
+            recorder.refuse(f"a backward that does more than compute gradients "
+                            f"({type(step).__name__} {getattr(step, 'label', '')})")
+    return {"boundary": boundary, "grad_slot": grad_slot,
+            "output_slot": recorder.slot_of[id(output.array)],
+            "input_grads": [grad_of.get(e.slot) for e in recorder.externals]}
+
+
+def _tensors(value) -> list[Tensor]:
+    if isinstance(value, Tensor):
+        return [value]
+    if type(value) in (tuple, list):
+        return [t for v in value for t in _tensors(v)]
+    if type(value) is dict:
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+class Expected:
+    """What the eager run of a capture produced: its outputs, the final arrays of the
+    tensors it reached, the gradients it left, the random state; and for a forward with
+    a backward, the gradients for the stand-in output gradient."""
+
+    def __init__(self, recorder: Recorder, output, backward: dict | None):
+        self.outputs = [plain(recorder.keep_of(slot)).copy() for slot in _slots(output)]
+        # (the memory of each external slot, what the eager run left in it)
+        self.externals = [(e, plain(recorder.keep_of(e.slot)),
+                           plain(recorder.keep_of(e.slot)).copy()) for e in recorder.externals]
+        self.grads = [(tensor, _grad_copy(tensor)) for tensor, _ in
+                      recorder.grad_start.values()]
+        self.random = random.get_rng_state()
+        self.rollback = recorder.rollback
+        self.input_grads = None
+        if backward is not None:
+            self.input_grads = [None if s is None else plain(recorder.keep_of(s)).copy()
+                                for s in backward["input_grads"]]
+
+    def mismatch(self, entry: Entry, tensors: list[Tensor], outputs) -> str | None:
+        """What the first replay made differently from the eager run; None if nothing."""
+        for index, (got, want) in enumerate(zip(_arrays(outputs), self.outputs,
+                                                strict=True)):
+            if not _same(got, want):
+                return f"output {index}"
+        for e, memory, want in self.externals:
+            if not _same(memory, want):
+                return f"the {e.attribute} of a tensor of shape {e.shape}"
+        for tensor, want in self.grads:
+            got = tensor.grad
+            if (got is None) != (want is None) or (got is not None
+                                                   and not _same(got.array, want)):
+                return f"the .grad of a tensor of shape {tuple(tensor.shape)}"
+        if random.get_rng_state() != self.random:
+            return "the random number generator's state"
+        if self.input_grads is not None and entry.backward is not None:
+            node = _node_of(outputs, entry)
+            got = entry.input_grads(list(node.slots), np.ones_like(node.slots[
+                entry.backward.output_slot])) if node is not None else None
+            if got is not None:
+                for index, (g, want) in enumerate(zip(got, self.input_grads, strict=True)):
+                    if (g is None) != (want is None) or (g is not None and not _same(g, want)):
+                        return f"the gradient of input {index}"
+        return None
+
+
+def _node_of(outputs, entry: Entry):
+    for t in _tensors(outputs):
+        if t.grad_fn is not None and hasattr(t.grad_fn, "slots"):
+            return t.grad_fn
+    return None
+
+
+def _slots(template) -> list[int]:
+    if isinstance(template, (Ref, TensorRef)):
+        return [template.slot]
+    if type(template) in (tuple, list):
+        return [s for t in template for s in _slots(t)]
+    if type(template) is dict:
+        return [s for t in template.values() for s in _slots(t)]
+    return []
+
+
+def _arrays(outputs) -> list:
+    if isinstance(outputs, Tensor):
+        return [outputs.array]
+    if isinstance(outputs, np.ndarray):
+        return [outputs]
+    if type(outputs) in (tuple, list):
+        return [a for v in outputs for a in _arrays(v)]
+    if type(outputs) is dict:
+        return [a for v in outputs.values() for a in _arrays(v)]
+    return []
+
+
+def _grad_copy(tensor: Tensor):
+    grad = tensor.__dict__.get("grad")
+    return None if grad is None else plain(grad.array).copy()
+
+
+def _same(got, want) -> bool:
+    """Bit for bit (NaNs in the same places count as equal)."""
+    got = np.asarray(got)
+    return (got.shape == want.shape and got.dtype == want.dtype
+            and np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"))

@@ -1,0 +1,145 @@
+"""Rollback: undo what the capture's eager run changed, so that the plan's first replay
+starts from the same state (and a step that cannot be captured runs eagerly once).
+
+The capture runs the step for real: parameters and buffers are updated in place,
+gradients accumulated or replaced, optimizer and scheduler state advanced, random
+numbers drawn. Each is remembered before its first change and put back by `restore`:
+arrays in place (their identity is part of the plan), Python attributes by value.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from minigrad import random
+from minigrad.generator import Generator
+from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.optimizer import Optimizer
+
+
+class Rollback:
+    def __init__(self):
+        self._arrays: dict[int, tuple] = {}  # id -> (array, copy)
+        self._versions: dict[int, tuple] = {}  # id(tensor) -> (tensor, version)
+        self._replayed_growth: dict[int, int] = {}  # id(tensor) -> growth in opaque calls
+        self._grads: dict[int, tuple] = {}  # id(tensor) -> (tensor, grad)
+        self._objects: dict[int, tuple] = {}  # id -> (object, its state)
+        self._modules: dict[int, tuple] = {}  # id -> (module, its plain attributes)
+        self._generators: dict[int, tuple] = {}  # id -> (generator, state)
+        self._rng = random.get_rng_state()
+
+    def array(self, array: np.ndarray) -> None:
+        if id(array) not in self._arrays:
+            self._arrays[id(array)] = (array, array.copy())
+
+    def version(self, tensor) -> None:
+        if id(tensor) not in self._versions:
+            self._versions[id(tensor)] = (tensor, tensor._version[0])
+
+    def versions_now(self) -> dict:
+        return {key: t._version[0] for key, (t, _) in self._versions.items()}
+
+    def exclude_version_changes(self, before: dict) -> None:
+        """Count the version changes since `before` (an opaque call's, which the replay
+        makes again by running it) out of version_changes."""
+        for key, (t, _) in self._versions.items():
+            grown = t._version[0] - before.get(key, t._version[0])
+            self._replayed_growth[key] = self._replayed_growth.get(key, 0) + grown
+
+    def version_changes(self) -> list:
+        """(tensor, how much its version grew outside opaque calls) for every tensor
+        remembered: what a replay adds to each version counter."""
+        changes = []
+        for key, (t, start) in self._versions.items():
+            growth = t._version[0] - start - self._replayed_growth.get(key, 0)
+            if growth:
+                changes.append((t, growth))
+        return changes
+
+    def grad(self, tensor, grad) -> None:
+        if id(tensor) not in self._grads:
+            self._grads[id(tensor)] = (tensor, grad)
+            if grad is not None:
+                self.array(np.ndarray.view(grad.array, np.ndarray))
+
+    def generator(self, generator: Generator) -> None:
+        if id(generator) not in self._generators:
+            self._generators[id(generator)] = (generator, generator.get_state())
+
+    def module(self, module) -> None:
+        if id(module) not in self._modules:
+            self._modules[id(module)] = (module, module_attributes(module))
+
+    def module_states(self) -> list[tuple]:
+        """(module, its plain attributes before the step) for every module remembered."""
+        return list(self._modules.values())
+
+    def changed_modules(self) -> list[str]:
+        """The modules whose plain attributes the run changed ("Linear.calls")."""
+        changed = []
+        for module, before in self._modules.values():
+            after = module_attributes(module)
+            changed += [f"{type(module).__name__}.{name}" for name in before.keys() | after.keys()
+                        if before.get(name) != after.get(name)]
+        return changed
+
+    def object(self, target) -> None:
+        """Remember the state of an optimizer, or of a scheduler and its optimizer."""
+        if isinstance(target, LRScheduler):
+            if id(target) not in self._objects:
+                self._objects[id(target)] = (target, copy.deepcopy(
+                    {k: v for k, v in vars(target).items() if k != "optimizer"}))
+            target = target.optimizer
+        if isinstance(target, Optimizer) and id(target) not in self._objects:
+            for group in target.param_groups:
+                for param in group["params"]:
+                    self.array(np.ndarray.view(param.array, np.ndarray))
+            state = {param: {k: (v.copy() if isinstance(v, np.ndarray) else copy.copy(v))
+                             for k, v in entries.items()}
+                     for param, entries in target.state.items()}
+            groups = [{k: copy.copy(v) for k, v in group.items() if k != "params"}
+                      for group in target.param_groups]
+            self._objects[id(target)] = (target, (state, groups))
+
+    def restore(self) -> None:
+        for array, saved in self._arrays.values():
+            array[...] = saved
+        for tensor, version in self._versions.values():
+            tensor._version[0] = version
+        for tensor, grad in self._grads.values():
+            tensor.grad = grad
+        for target, saved in self._objects.values():
+            if isinstance(target, LRScheduler):
+                vars(target).update(copy.deepcopy(saved))
+            else:
+                _restore_optimizer(target, *saved)
+        for module, attributes in self._modules.values():
+            vars(module).update(attributes)
+        for generator, state in self._generators.values():
+            generator.set_state(state)
+        random.set_rng_state(self._rng)
+
+
+def module_attributes(module) -> dict:
+    """A module's attributes that are plain Python values (its training flag, a dropout
+    probability, ...): what its forward reads besides tensors."""
+    return {k: v for k, v in vars(module).items() if type(v) in _PLAIN}
+
+
+_PLAIN = (bool, int, float, str, type(None), tuple)
+
+
+def _restore_optimizer(optimizer: Optimizer, state: dict, groups: list) -> None:
+    for param in list(optimizer.state):
+        if param not in state:
+            del optimizer.state[param]
+    for param, entries in state.items():
+        current = optimizer.state.setdefault(param, {})
+        for key, value in entries.items():
+            if isinstance(value, np.ndarray) and isinstance(current.get(key), np.ndarray):
+                current[key][...] = value
+            else:
+                current[key] = value
+    for group, saved in zip(optimizer.param_groups, groups, strict=True):
+        group.update(saved)

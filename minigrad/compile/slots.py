@@ -1,0 +1,228 @@
+"""Slots: the numbered arrays of a capture, and which tensors the external ones are.
+
+Every array the step computes with is a slot. An *external* slot is the array of a tensor
+that existed before the call (an argument, a parameter, a buffer, a gradient), read from
+that tensor at each replay; it is bound the first time the capture meets the tensor (as
+an argument, when its module is called, when an op is applied to it, when its `.array`
+is read), and from then on the tensor holds a TracedArray view of it (traced.py). Every
+other slot is made by a recorded step (recorder.py).
+
+A *template* is an argument structure in which each traced array is replaced by its
+`Ref` (steps.py): what a step is called with at each replay.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from minigrad.compile.rollback import Rollback
+from minigrad.compile.steps import External, GraphBreak, Ref, TensorRef, user_line
+from minigrad.compile.traced import TracedArray, plain
+from minigrad.nn.parallel.distributed import DistributedDataParallel
+from minigrad.tensor import Tensor
+
+# NumPy's own functions: the capture replaces them with recording ones (patches.py)
+_asarray = np.asarray
+
+
+class Slots:
+    """The slots of one capture and the bindings of the external ones."""
+
+    def __init__(self):
+        self.depth = 0  # > 0 inside a recorded call: what runs there is not recorded
+        self.externals: list[External] = []
+        self.slot_count = 0
+        self.slot_of: dict[int, int] = {}  # id(TracedArray) -> slot
+        self.slot_roots: dict[int, int] = {}  # slot -> id of the array owning its memory
+        self._arrays_of_slots: dict[int, TracedArray] = {}  # slot -> its traced array
+        self.external_roots: set[int] = set()  # id of the memory behind external slots
+        self.created: dict[int, Tensor] = {}  # id -> tensor made during the capture
+        self.swapped: list = []  # (tensor, its array) for every tensor made traced
+        self.modules: dict = {}  # id -> module called during the step
+        self.registered: list = []  # (a module's parameter or buffer dict, name, tensor)
+        self.rollback = Rollback()
+        self.arguments: dict[int, tuple] = {}  # id(tensor) -> (position, its object slot)
+
+    def _new_slot(self, traced: TracedArray) -> int:
+        slot = self.slot_count
+        self.slot_count += 1
+        self.slot_of[id(traced)] = slot
+        self.slot_roots[slot] = id(_root(traced))
+        self._arrays_of_slots[slot] = traced
+        return slot
+
+    def keep_of(self, slot: int) -> TracedArray:
+        """The traced array of a slot."""
+        return self._arrays_of_slots[slot]
+
+    def slot(self, array) -> int:
+        """The slot of a traced array; GraphBreak for any other array."""
+        slot = self.slot_of.get(id(array))
+        if slot is None:
+            self.refuse(f"an array of shape {tuple(array.shape)} ({array.dtype}) computed "
+                        "outside the captured operations")
+        return slot
+
+    def add_arguments(self, tensors: list) -> None:
+        """The call's tensor arguments: each gets a slot for the tensor object itself
+        (the replay puts that call's tensor there) and its array is bound."""
+        for position, t in enumerate(tensors):
+            if id(t) not in self.arguments:
+                self.arguments[id(t)] = (position, self.slot_count)
+                self.slot_count += 1
+                self.bind(t, "array")
+
+    def bind(self, tensor: Tensor, attribute: str) -> None:
+        """Make tensor.array (or tensor.grad.array) an external slot: it is read from the
+        tensor at every replay, and traced from now on in this capture."""
+        owner = tensor if attribute == "array" else tensor.__dict__["grad"]
+        self.depth += 1  # reading .array here binds nothing
+        try:
+            array = owner.array
+            if type(array) is not np.ndarray:
+                self.refuse(f"a tensor on {owner.device} (mg.compile captures CPU tensors)")
+            if tensor._hooks:
+                self.refuse(f"a tensor of shape {array.shape} with hooks (their Python runs "
+                            "only while the step is captured)")
+            traced = np.ndarray.view(array, TracedArray)
+            owner.array = traced
+        finally:
+            self.depth -= 1
+        slot = self._new_slot(traced)
+        position = self.arguments.get(id(tensor), (None,))[0]
+        self.externals.append(External(slot, tensor, attribute, array.shape, array.dtype,
+                                       array.strides, position))
+        self.external_roots.add(id(_root(array)))
+        self.rollback.array(array)
+        self.rollback.version(owner)
+        self.swapped.append((owner, array))
+
+    def first_read(self, tensor: Tensor, array: np.ndarray):
+        """`tensor.array` read while it is a plain array: bind the tensor (GraphBreak for
+        one made during the capture from an array computed outside it)."""
+        if id(tensor) in self.created:
+            return array  # refused where the array is used
+        self.bind(tensor, "array")
+        return tensor.array
+
+    def bind_inputs(self, tensors) -> None:
+        """Bind the tensors a Function is applied to that the capture has not seen yet."""
+        for t in tensors:
+            data = t.array
+            if type(data) is TracedArray and id(data) in self.slot_of:
+                continue
+            if id(t) in self.created:
+                self.refuse(f"a tensor of shape {tuple(t.shape)} made from an array "
+                            "computed outside the captured operations")
+            self.bind(t, "array")
+
+    def bind_module(self, module) -> None:
+        """Bind every parameter and buffer of a module the step calls."""
+        if id(module) in self.modules:
+            return
+        if isinstance(module, DistributedDataParallel):
+            self.refuse("DistributedDataParallel (communication between processes is not "
+                        "captured; compile the module it wraps)")
+        for m in module.modules():
+            self.modules[id(m)] = m
+            self.rollback.module(m)
+            for registry in (m._parameters, m._buffers):
+                for name, t in registry.items():
+                    if t is None or id(t) in self.created:
+                        continue
+                    self.registered.append((registry, name, t))
+                    if type(t.array) is np.ndarray:
+                        self.bind(t, "array")
+
+    # ------------------------------------------------------------------ templates
+    def template(self, value):
+        """`value` with every traced array replaced by its Ref (and tensors, inside an
+        opaque call, by TensorRefs); GraphBreak for an array the capture cannot place."""
+        if isinstance(value, np.ndarray):
+            return Ref(self.slot(value))
+        if isinstance(value, Tensor):
+            data = value.array
+            if type(data) is TracedArray and id(data) in self.slot_of:
+                return TensorRef(self.slot_of[id(data)])
+            return value  # a tensor from outside, taken as it is (a parameter, say)
+        kind = type(value)
+        if kind in (tuple, list):
+            return kind(self.template(v) for v in value)
+        if kind is dict:
+            return {k: self.template(v) for k, v in value.items()}
+        if kind is slice and any(isinstance(p, np.ndarray) for p in
+                                 (value.start, value.stop, value.step)):
+            self.refuse("a slice whose bounds are arrays")
+        return value
+
+    def _opaque_template(self, value):
+        """The arguments of an opaque call: tensors made during the step become
+        TensorRefs, the call's arguments Refs to their object slots, others stay."""
+        if isinstance(value, Tensor):
+            if id(value) in self.created:
+                return self.template(value)
+            argument = self.arguments.get(id(value))
+            return value if argument is None else Ref(argument[1])
+        kind = type(value)
+        if kind in (tuple, list):
+            return kind(self._opaque_template(v) for v in value)
+        if kind is dict:
+            return {k: self._opaque_template(v) for k, v in value.items()}
+        if isinstance(value, np.ndarray):
+            self.refuse("an array passed to a library call replayed as Python")
+        return value
+
+    def _plain(self, value, arrays: dict):
+        """`value` with traced arrays made plain; arrays maps each plain view's id back to
+        its traced array (a call that returns one of them returns that traced array)."""
+        if isinstance(value, TracedArray):
+            view = plain(value)
+            arrays[id(view)] = value
+            return view
+        kind = type(value)
+        if kind in (tuple, list):
+            return kind(self._plain(v, arrays) for v in value)
+        if kind is dict:
+            return {k: self._plain(v, arrays) for k, v in value.items()}
+        if isinstance(value, Tensor):
+            return self._plain(value.array, arrays)
+        return value
+
+    def _result(self, value, arrays: dict):
+        """Register what a call returned: (the traced result, its template, whether
+        NumPy returned a scalar where the capture made a 0-d array)."""
+        if isinstance(value, np.ndarray):
+            known = arrays.get(id(value))
+            if known is None:
+                known = np.ndarray.view(value, TracedArray)
+                self._new_slot(known)
+            return known, Ref(self.slot_of[id(known)]), False
+        if isinstance(value, np.generic):
+            traced, template, _ = self._result(_asarray(value), arrays)
+            return traced, template, True
+        if type(value) in (tuple, list):
+            parts = [self._result(v, arrays) for v in value]
+            return (type(value)(p[0] for p in parts), type(value)(p[1] for p in parts),
+                    any(p[2] for p in parts))
+        return value, value, False
+
+    def refuse(self, what: str):
+        raise GraphBreak(f"{what}, at {user_line()}")
+
+    def _is_external_memory(self, array) -> bool:
+        return isinstance(array, np.ndarray) and id(_root(array)) in self.external_roots
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    """The array that owns the memory `array` views."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def flattened(value):
+    """The items of nested tuples and lists, None left out."""
+    if type(value) in (tuple, list):
+        for v in value:
+            yield from flattened(v)
+    elif value is not None:
+        yield value

@@ -1,0 +1,227 @@
+"""mg.compile's API: torch.compile's signature, a function captured once and replayed, a
+compiled module that is still the module, its forward as one node of the eager graph,
+and MINIGRAD_DEBUG=compile."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import minigrad.nn.functional as F
+from minigrad import nn
+from minigrad.autograd import Function
+from minigrad.compile import OptimizedModule
+
+
+@pytest.fixture(autouse=True)
+def _warnings_are_errors():
+    with warnings.catch_warnings():
+        # a test here that falls back to eager fails
+        warnings.filterwarnings("error", message="mg.compile")
+        yield
+
+
+def _bits_equal(got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
+
+
+def test_compile_takes_torch_compile_arguments_and_works_as_a_decorator():
+    @mg.compile
+    def plain(x):
+        return x * 2
+
+    @mg.compile(fullgraph=True, dynamic=False, mode="reduce-overhead")
+    def configured(x):
+        return x + 1
+
+    x = mg.arange(4.0)
+    _bits_equal(plain(x).array, x.array * 2)
+    _bits_equal(configured(x).array, x.array + 1)
+    assert plain.__name__ == "plain" and mg.compile(plain.__wrapped__, disable=True) is \
+        plain.__wrapped__
+    with pytest.raises(ValueError, match="unknown mode 'fastest'.*'reduce-overhead'"):
+        mg.compile(plain, mode="fastest")
+    with pytest.raises(TypeError, match="dynamic must be None, True or False, got 'yes'"):
+        mg.compile(plain, dynamic="yes")
+    with pytest.raises(TypeError, match="expected a function or a Module, got int"):
+        mg.compile(3)
+
+
+def test_the_function_runs_once_per_plan_and_the_replay_reads_this_calls_values():
+    calls = []
+    weight = mg.tensor([1.0, 2.0, 3.0])
+
+    @mg.compile
+    def scaled_softmax(x):
+        calls.append(1)  # Python runs only while the step is captured
+        return (x * weight).softmax(-1) + x.exp().sum()
+
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = mg.tensor(rng.standard_normal(3).astype(np.float32))
+        with mg.no_grad():
+            weight.mul_(1.5)  # changed in place between calls: read again by each replay
+        eager = (x * weight).softmax(-1) + x.exp().sum()
+        _bits_equal(scaled_softmax(x).array, eager.array)
+    assert len(calls) == 1
+
+
+def test_a_method_can_be_compiled_with_the_decorator():
+    class Scaler:
+        def __init__(self, factor):
+            self.factor = mg.tensor(factor)
+
+        @mg.compile
+        def apply(self, x):
+            return x * self.factor
+
+    x = mg.tensor([1.0, -2.0])
+    _bits_equal(Scaler(3.0).apply(x).array, np.float32([3.0, -6.0]))
+    _bits_equal(Scaler(0.5).apply(x).array, np.float32([0.5, -1.0]))  # its own plan
+
+
+def test_a_compiled_module_is_the_module():
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    model.vocabulary = "abc"
+    compiled = mg.compile(model)
+    assert isinstance(compiled, OptimizedModule)
+    assert compiled._orig_mod is model and compiled.vocabulary == "abc"
+    assert [id(p) for p in compiled.parameters()] == [id(p) for p in model.parameters()]
+    assert list(compiled.state_dict()) == ["_orig_mod." + k for k in model.state_dict()]
+    compiled.eval()
+    assert not model.training and not model[1].training
+    x = mg.randn(5, 3)
+    with mg.no_grad():
+        _bits_equal(compiled(x).array, model(x).array)
+
+
+def _make_model():
+    mg.manual_seed(1)
+    return nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.LayerNorm(8), nn.Linear(8, 3))
+
+
+def test_a_compiled_forward_is_one_node_of_the_eager_graph():
+    eager, compiled_model = _make_model(), _make_model()
+    compiled = mg.compile(compiled_model)
+    x, target = mg.randn(5, 6), mg.tensor([0, 2, 1, 1, 0])
+    for _ in range(2):  # the capture, then a replay
+        for model in (eager, compiled_model):
+            model.zero_grad()
+        loss_eager = F.cross_entropy(eager(x), target)
+        loss = F.cross_entropy(compiled(x), target)
+        loss_eager.backward()
+        loss.backward()
+        _bits_equal(loss.array, loss_eager.array)
+        for p, q in zip(compiled_model.parameters(), eager.parameters(), strict=True):
+            _bits_equal(p.grad.array, q.grad.array)
+    node = loss.grad_fn.next_functions[0][0]
+    assert node.name == "CompiledBackward0"
+    leaves = {id(n.variable) for n, _ in node.next_functions if n is not None}
+    assert leaves == {id(p) for p in compiled_model.parameters()}
+
+
+def test_the_input_of_a_compiled_forward_gets_its_gradient():
+    weight = mg.randn(4, 3, requires_grad=True)
+    compiled = mg.compile(lambda x: (x @ weight).tanh())
+    for _ in range(2):
+        x = mg.randn(2, 4, requires_grad=True)
+        gradient = mg.randn(2, 3)
+        compiled(x).backward(gradient)
+        x_eager = x.detach().requires_grad_()
+        (x_eager @ weight).tanh().backward(gradient)
+        _bits_equal(x.grad.array, x_eager.grad.array)
+
+
+def test_a_compiled_forward_has_no_double_backward():
+    weight = mg.randn(3, requires_grad=True)
+    compiled = mg.compile(lambda x: (x * weight).exp().sum())
+    loss = compiled(mg.randn(3))
+    with pytest.raises(RuntimeError, match="not differentiable again.*create_graph"):
+        mg.autograd.grad(loss, [weight], create_graph=True)
+
+
+def test_minigrad_debug_compile_prints_the_plan_and_not_the_profile():
+    code = ("import minigrad as mg\n"
+            "f = mg.compile(lambda x: (x * 2).exp())\n"
+            "f(mg.ones(3))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**_environment(), "MINIGRAD_DEBUG": "compile"}, check=True,
+                            timeout=120)
+    assert "[minigrad compile] <lambda>" in result.stderr
+    assert "external array of a tensor (3,) float32" in result.stderr
+    assert "Exp.forward" in result.stderr
+    assert "[minigrad profile]" not in result.stdout + result.stderr
+
+
+def _environment() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "MINIGRAD_DEBUG"}
+
+
+def test_an_update_in_place_bumps_the_version_counter_as_eagerly():
+    total = mg.zeros(3)
+
+    @mg.compile
+    def accumulate(x):
+        with mg.no_grad():
+            total.add_(x)
+        return total * 2
+
+    for _ in range(3):
+        out = accumulate(mg.ones(3))
+    _bits_equal(out.array, np.float32([6, 6, 6]))
+    assert total._version[0] == 3
+
+
+def test_a_step_that_runs_backward_gives_each_calls_argument_its_gradient():
+    @mg.compile
+    def gradient_of_square(x):
+        (x * x).sum().backward()
+        return x.grad
+
+    for _ in range(3):
+        x = mg.randn(3, requires_grad=True)
+        returned = gradient_of_square(x)
+        _bits_equal(x.grad.array, 2 * x.array)
+        _bits_equal(returned.array, 2 * x.array)
+
+
+class _TwiceTanh(Function):
+    """out = 2 t, t = tanh x (saved: neither input nor output);  dx = g 2 (1 - t^2)"""
+
+    def forward(self, x):
+        t = np.tanh(x)
+        self.save_for_backward(t)
+        return 2 * t
+
+    def backward(self, grad):
+        (t,) = self.saved
+        return grad * (1 - t * t) * 2
+
+
+def test_an_op_that_saves_what_it_computed_is_replayed_with_it():
+    weight = mg.randn(3, requires_grad=True)
+    compiled = mg.compile(lambda x: _TwiceTanh.apply(x * weight).sum())
+    for _ in range(2):
+        x = mg.randn(3)
+        weight.grad = None
+        compiled(x).backward()
+        got = weight.grad.array.copy()
+        weight.grad = None
+        _TwiceTanh.apply(x * weight).sum().backward()
+        _bits_equal(got, weight.grad.array)
+
+
+def test_a_tensor_from_outside_read_as_an_array_is_read_again_at_each_replay():
+    ids, table = mg.tensor([0, 2]), mg.randn(4, 3)
+    lookup = mg.compile(lambda: F.embedding(ids, table))  # reads ids.array as an array
+    for new_ids in ([0, 2], [3, 1], [2, 2]):
+        ids.array = np.array(new_ids)  # another array in the same tensor
+        _bits_equal(lookup().array, table.array[new_ids])

@@ -1,0 +1,312 @@
+"""What a replay cannot redo never gives a wrong result: a step that reads a tensor into
+Python (.item(), bool(), .numpy(), print) runs eagerly, with one warning naming the op
+and the line; fullgraph=True raises instead. Values read by library code (an index
+check, the count of rows a loss averages) are checked again at every replay, and the
+eager step runs when one differs."""
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import minigrad.nn.functional as F
+from minigrad import nn
+from minigrad.compile import Unsupported
+
+
+def _bits_equal(got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
+
+
+def _line_of(function, text: str) -> int:
+    lines, first = inspect.getsourcelines(function)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _item(x):
+    y = x.exp()
+    return y * 2 if y.sum().item() > 3 else y
+
+
+def _bool(x):
+    y = x.exp()
+    return y * 2 if y.sum() > 3 else y
+
+
+def _numpy(x):
+    return x * float(x.numpy().max())
+
+
+def _printed(x):
+    y = x * 2
+    print(y)
+    return y + 1
+
+
+@pytest.mark.parametrize("step, op, text", [
+    (_item, "Tensor.item()", "y.sum().item()"),
+    (_bool, "Tensor.__bool__()", "y.sum() > 3"),
+    (_numpy, "Tensor.numpy()", "x.numpy()"),
+    (_printed, "Tensor.__repr__()", "print(y)"),
+])
+def test_a_value_read_into_python_runs_the_step_eagerly_with_one_warning(step, op, text,
+                                                                       capsys):
+    compiled = mg.compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for values in ([0.1, 0.2], [2.0, 1.0], [0.3, -4.0]):
+            x = mg.tensor(values)
+            _bits_equal(compiled(x).array, step(x).array)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1, messages
+    assert f"{step.__name__} runs eagerly: {op} reads a tensor's value" in messages[0]
+    assert f"test_compile_breaks.py:{_line_of(step, text)} (" in messages[0]
+    assert text in messages[0]
+    assert compiled._plan_count == 0
+    if step is _printed:  # printed by each eager run, once per call (not by the capture)
+        assert capsys.readouterr().out.count("tensor(") == 6
+
+
+def test_fullgraph_raises_where_the_step_would_run_eagerly():
+    compiled = mg.compile(_bool, fullgraph=True)
+    with pytest.raises(Unsupported, match=r"_bool cannot be captured whole: "
+                                          r"Tensor.__bool__\(\).*test_compile_breaks.py"):
+        compiled(mg.tensor([1.0, 2.0]))
+
+
+def test_control_flow_on_array_values_is_checked_at_every_replay():
+    def sign_dependent(x):
+        y = x * 2
+        if (y.array > 0).all():  # raw array code: the value is checked again each call
+            return y + 1
+        return y - 1
+
+    compiled = mg.compile(sign_dependent)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="mg.compile")
+        for x in (mg.ones(3), -mg.ones(3), mg.full((3,), 2.0), mg.tensor([1.0, -1.0, 1.0])):
+            _bits_equal(compiled(x).array, sign_dependent(x).array)
+    assert compiled._plan_count == 1
+
+
+def test_an_index_out_of_range_at_replay_raises_as_eagerly():
+    mg.manual_seed(0)
+    embedding = nn.Embedding(5, 3)
+    compiled = mg.compile(embedding)
+    with mg.no_grad():
+        _bits_equal(compiled(mg.tensor([0, 4])).array, embedding.weight.array[[0, 4]])
+        with pytest.raises(IndexError, match=r"embedding: ids must be in \[0, 5\)"):
+            compiled(mg.tensor([1, 5]))
+        _bits_equal(compiled(mg.tensor([3, 1])).array, embedding.weight.array[[3, 1]])
+    assert compiled._compiled_forward._plan_count == 1
+
+
+def test_a_mean_over_the_rows_not_ignored_counts_them_at_every_replay():
+    logits = mg.randn(4, 3)
+    compiled = mg.compile(lambda target: F.cross_entropy(logits, target, ignore_index=0))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="mg.compile")
+        for target in ([1, 2, 1, 2], [1, 0, 0, 2], [0, 0, 0, 1], [2, 2, 1, 1]):
+            target = mg.tensor(target)
+            _bits_equal(compiled(target).array,
+                        F.cross_entropy(logits, target, ignore_index=0).array)
+
+
+def test_a_step_that_changes_python_state_runs_eagerly():
+    class Counting(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return x * 2
+
+    module = Counting()
+    compiled = mg.compile(module)
+    with pytest.warns(RuntimeWarning, match=r"the step changes Counting.calls"):
+        compiled(mg.ones(2))
+    compiled(mg.ones(2))
+    assert module.calls == 2  # once per call: the capture's run was undone
+
+
+def test_an_error_of_the_step_propagates_and_leaves_the_state_as_eager_leaves_it():
+    weight = mg.ones(2, requires_grad=True)
+
+    def step(x):
+        (weight * x).sum().backward()
+        return x.reshape(3)  # fails after backward accumulated into weight.grad
+
+    with pytest.raises(RuntimeError, match="reshape"):
+        mg.compile(step)(mg.tensor([1.0, 2.0]))
+    _bits_equal(weight.grad.array, np.float32([1.0, 2.0]))  # accumulated once
+
+
+def test_tensors_on_the_gpu_run_eagerly_with_one_warning(monkeypatch):
+    probe = mg.backend.device._probe_cuda
+    if not mg.cuda.is_available():
+        monkeypatch.setenv(mg.backend.device.FAKE_GPU_ENV, "1")  # the CuPy stand-in
+        probe.cache_clear()
+    try:
+        mg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).to("gpu")
+        compiled = mg.compile(model)
+        x = mg.randn(2, 3).to("gpu")
+        with pytest.warns(RuntimeWarning, match=r"runs eagerly: a tensor on cuda"):
+            out = compiled(x)
+        expected = model(x)
+        assert out.device == "gpu"
+        _bits_equal(out.cpu().array, expected.cpu().array)
+        out.sum().backward()
+        assert model[0].weight.grad.device == "gpu"
+    finally:
+        probe.cache_clear()
+
+
+def test_a_number_numpy_computes_from_arrays_is_checked_at_every_replay():
+    def two_positive(x):
+        if np.count_nonzero(x.array > 0) == 2:  # a Python int from array values
+            return x * 2
+        return x - 1
+
+    compiled = mg.compile(two_positive)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="mg.compile")
+        for values in ([1.0, 2.0, -1.0], [1.0, -2.0, -1.0], [3.0, 2.0, -5.0]):
+            x = mg.tensor(values)
+            _bits_equal(compiled(x).array, two_positive(x).array)
+    assert compiled._plan_count == 1
+
+
+def test_a_failed_check_draws_the_random_numbers_eager_draws():
+    mg.manual_seed(0)
+    layer = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+
+    def loss_of(x, target):
+        return F.cross_entropy(layer(x), target, ignore_index=0)
+
+    compiled = mg.compile(loss_of)
+    x = mg.randn(4, 3)
+    for target in ([1, 2, 1, 2], [1, 0, 0, 2], [2, 1, 2, 1]):  # the second fails a check
+        state = mg.get_rng_state()
+        got = compiled(x, mg.tensor(target))
+        after = mg.get_rng_state()
+        mg.set_rng_state(state)
+        _bits_equal(got.array, loss_of(x, mg.tensor(target)).array)
+        assert mg.get_rng_state() == after
+
+
+def test_a_tensor_with_hooks_runs_the_step_eagerly():
+    weight = mg.randn(3, requires_grad=True)
+    seen = []
+    weight.register_hook(lambda grad: seen.append(grad))
+    compiled = mg.compile(lambda x: (x * weight).sum())
+    x = mg.randn(3)
+    with pytest.warns(RuntimeWarning, match=r"a tensor of shape \(3,\) with hooks"):
+        out = compiled(x)
+    out.backward()
+    assert len(seen) == 1
+    _bits_equal(seen[0].array, x.array)
+
+
+def test_post_accumulate_hooks_run_after_a_compiled_forward_not_inside_a_step():
+    weight = mg.randn(3, requires_grad=True)
+    seen = []
+    weight.register_post_accumulate_grad_hook(lambda leaf: seen.append(leaf.grad.array.copy()))
+    compiled = mg.compile(lambda x: (x * weight).sum())
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="mg.compile")
+        for _ in range(2):  # the backward is eager: AccumulateGrad runs the hook
+            weight.grad = None
+            x = mg.randn(3)
+            compiled(x).backward()
+            _bits_equal(seen[-1], x.array)
+
+    def whole_step(x):
+        (x * weight).sum().backward()
+
+    with pytest.warns(RuntimeWarning, match="post-accumulate hooks"):
+        mg.compile(whole_step)(mg.randn(3))
+    assert len(seen) == 3
+
+
+def test_a_check_that_fails_after_an_update_in_place_leaves_the_update_to_eager():
+    def make():
+        mg.manual_seed(0)
+        return nn.BatchNorm1d(3), nn.Embedding(4, 3)
+
+    def step(modules, x, ids):
+        norm, embedding = modules
+        with mg.no_grad():
+            out = norm(x)  # updates the running statistics in place, then
+            return out + embedding(ids)  # the embedding checks the ids' range
+
+    compiled_modules, eager_modules = make(), make()
+    compiled = mg.compile(lambda x, ids: step(compiled_modules, x, ids))
+    for ids in ([0, 3], [1, 2], [1, 4]):  # the last is out of range: eager raises
+        x = mg.randn(2, 3)
+        try:
+            want = step(eager_modules, x, mg.tensor(ids))
+        except IndexError:
+            with pytest.raises(IndexError, match="ids must be in"):
+                compiled(x, mg.tensor(ids))
+        else:
+            _bits_equal(compiled(x, mg.tensor(ids)).array, want.array)
+        for got, expected in zip(compiled_modules[0].buffers(), eager_modules[0].buffers(),
+                                 strict=True):
+            _bits_equal(got.array, expected.array)  # updated once per call, as eagerly
+
+
+def test_work_the_capture_cannot_see_is_caught_by_comparing_the_first_replay():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def add_one_in_place(values):
+        for i in range(values.shape[0]):
+            values[i] += 1.0
+
+    def step(x):
+        add_one_in_place(x.array)  # Numba writes the memory: no array hook sees it
+        return x * 2
+
+    x = mg.tensor([1.0, 2.0])
+    with pytest.warns(RuntimeWarning, match="its replay differs from the eager run in "
+                                            "output 0"):
+        out = mg.compile(step)(x)
+    _bits_equal(out.array, np.float32([4.0, 6.0]))
+    _bits_equal(x.array, np.float32([2.0, 3.0]))  # changed once, by the eager run
+
+
+def test_a_value_the_backward_reads_is_checked_when_the_forward_replays():
+    weight = mg.randn(3, 3, requires_grad=True)
+
+    def loss_of(x, target):
+        return F.cross_entropy(x @ weight, target, ignore_index=0)
+
+    compiled = mg.compile(loss_of)
+    for target in ([1, 2, 1, 2], [1, 0, 0, 2], [2, 2, 1, 1]):  # the count its backward reads
+        x, target = mg.randn(4, 3), mg.tensor(target)
+        weight.grad = None
+        compiled(x, target).backward()
+        got = weight.grad.array.copy()
+        weight.grad = None
+        loss_of(x, target).backward()
+        _bits_equal(got, weight.grad.array)
+
+
+def test_a_collective_between_processes_runs_the_step_eagerly():
+    def reduced(x):
+        y = x * 2
+        mg.distributed.all_reduce(y)
+        return y
+
+    with pytest.warns(RuntimeWarning, match=r"distributed.all_reduce\(\) \(communication"):
+        with pytest.raises(Exception) as raised:  # eagerly: no process group
+            mg.compile(reduced)(mg.ones(2))
+    with pytest.raises(type(raised.value)):
+        reduced(mg.ones(2))

@@ -1,0 +1,163 @@
+"""Guards: a plan replays only the combination it was captured for (the arguments'
+shapes, dtypes, strides and requires_grad; grad and kernel modes; the identity and shapes
+of the parameters it reached; which gradients were None; every called module's plain
+attributes, its training flag included). Another combination captures another plan, up
+to CACHE_SIZE_LIMIT; then the function runs eagerly, with one warning."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import minigrad.nn.functional as F
+from minigrad import kernels, nn
+from minigrad.compile import CACHE_SIZE_LIMIT
+
+
+def _bits_equal(got, want) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
+
+
+def _plans(compiled) -> int:
+    compiled = getattr(compiled, "_compiled_forward", compiled)
+    return compiled._plan_count
+
+
+@pytest.fixture(autouse=True)
+def _no_eager_fallback():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="mg.compile")
+        yield
+
+
+def test_each_shape_dtype_and_layout_of_an_argument_has_its_own_plan():
+    def f(x):
+        return (x * 3).sum(-1)
+
+    compiled = mg.compile(f)
+    matrix = mg.randn(3, 4)
+    cases = [matrix, mg.randn(3, 4), mg.randn(2, 4), matrix.double(), matrix.T,
+             matrix.T.contiguous(), mg.randn(3, 4)]
+    for x in cases:
+        _bits_equal(compiled(x).array, f(x).array)
+    assert _plans(compiled) == 5  # (3, 4), (2, 4), float64, transposed, (4, 3)
+
+
+def test_requires_grad_and_grad_mode_choose_the_plan():
+    weight = mg.randn(4, requires_grad=True)
+    compiled = mg.compile(lambda x: (x * weight).exp().sum())
+    x = mg.randn(4)
+    with mg.no_grad():
+        out = compiled(x)
+    assert out.grad_fn is None
+    out = compiled(x)  # grad mode: a plan whose output carries the graph
+    out.backward()
+    _bits_equal(weight.grad.array, (x.array * np.exp(x.array * weight.array)))
+    assert _plans(compiled) == 2
+
+
+def test_the_kernel_mode_chooses_the_plan():
+    compiled = mg.compile(lambda x: x.softmax(-1))
+    x = mg.randn(64, 256)
+    for mode in ("numpy", "numba", "numpy"):
+        with kernels.mode(mode):
+            _bits_equal(compiled(x).array, x.softmax(-1).array)
+    assert _plans(compiled) == 2
+
+
+def test_the_training_flag_and_a_dropout_probability_choose_the_plan():
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    compiled = mg.compile(model)
+    x = mg.randn(8, 4)
+    with mg.no_grad():
+        for training, p in ((True, 0.5), (False, 0.5), (True, 0.25), (True, 0.5)):
+            model.train(training)
+            model[1].p = p
+            state = mg.get_rng_state()
+            out = compiled(x)
+            mg.set_rng_state(state)
+            _bits_equal(out.array, model(x).array)
+    assert _plans(compiled) == 3
+
+
+def test_a_parameter_replaced_or_reshaped_is_read_again():
+    mg.manual_seed(0)
+    model = nn.Linear(3, 2)
+    compiled = mg.compile(model)
+    x = mg.randn(5, 3)
+    with mg.no_grad():
+        compiled(x)
+        model.weight = nn.Parameter(mg.randn(2, 3))  # another tensor of the same shape
+        _bits_equal(compiled(x).array, model(x).array)
+        model.weight.array = np.ones((2, 3), np.float32)  # another array in the same one
+        _bits_equal(compiled(x).array, model(x).array)
+        model.weight = nn.Parameter(mg.randn(4, 3))
+        model.bias = nn.Parameter(mg.randn(4))
+        _bits_equal(compiled(x).array, model(x).array)
+    assert _plans(compiled) == 3
+
+
+def test_whether_a_gradient_is_none_chooses_the_plan():
+    weight = mg.randn(3, requires_grad=True)
+
+    def accumulate(x):
+        (x * weight).sum().backward()
+        return weight.grad
+
+    compiled = mg.compile(accumulate)
+    x = mg.randn(3)
+    _bits_equal(compiled(x).array, x.array)  # .grad was None: it becomes the gradient
+    _bits_equal(compiled(x).array, 2 * x.array)  # then it accumulates
+    _bits_equal(compiled(x).array, 3 * x.array)
+    weight.grad = None
+    _bits_equal(compiled(x).array, x.array)
+    assert _plans(compiled) == 2
+
+
+def test_arguments_that_share_memory_have_their_own_plan():
+    def add_into(a, b):
+        with mg.no_grad():
+            a.add_(b)
+            return a * b
+
+    compiled = mg.compile(add_into)
+    x, y = mg.ones(3), mg.full((3,), 2.0)
+    _bits_equal(compiled(x, y).array, np.float32([6, 6, 6]))
+    z = mg.ones(3)
+    _bits_equal(compiled(z, z).array, np.float32([4, 4, 4]))  # z doubled, then squared
+    _bits_equal(z.array, np.float32([2, 2, 2]))
+    assert _plans(compiled) == 2
+
+
+def test_past_the_cache_size_limit_new_shapes_run_eagerly_with_one_warning():
+    compiled = mg.compile(lambda x: x.exp() + 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for size in range(1, CACHE_SIZE_LIMIT + 4):
+            x = mg.randn(size)
+            _bits_equal(compiled(x).array, (x.exp() + 1).array)
+    assert _plans(compiled) == CACHE_SIZE_LIMIT
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "cache_size_limit" in messages[0]
+    assert "<lambda> runs eagerly" in messages[0]
+
+
+def test_dynamic_true_makes_a_plan_per_size():
+    compiled = mg.compile(lambda x: F.relu(x).sum(), dynamic=True)
+    for size in (2, 3, 2):
+        x = mg.randn(size)
+        _bits_equal(compiled(x).array, F.relu(x).sum().array)
+    assert _plans(compiled) == 2
+
+
+def test_a_python_or_numpy_number_argument_is_part_of_the_key():
+    compiled = mg.compile(lambda x, scale: x * scale)
+    x = mg.ones(2)
+    for scale in (2.0, np.float32(2.0), 3.0, np.float32(2.0), 2.0):
+        _bits_equal(compiled(x, scale).array, (x * scale).array)
+    assert _plans(compiled) == 3
