@@ -103,6 +103,7 @@ from minigrad import size as size
 from minigrad import suggest as suggest
 from minigrad.creation import tensor as tensor
 from minigrad import tensor_base as tensor_base
+from minigrad import tensor_conversions as tensor_conversions
 from minigrad import tensor_types as tensor_types
 from minigrad import to_arguments as to_arguments
 from minigrad import type_names as type_names

@@ -15,15 +15,13 @@ import numpy as np
 from minigrad import dtypes, ops, suggest
 from minigrad.autograd import engine, is_grad_enabled
 from minigrad.backend import array_module, as_device, to_device
-from minigrad.backend.device import CPU
 from minigrad.generator import source as random_source
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
-from minigrad.to_arguments import parse_to_arguments
-from minigrad.type_names import parse_type, type_name
+from minigrad.tensor_conversions import TensorConversions
 
 
-class Tensor(TensorBase):
+class Tensor(TensorBase, TensorConversions):
     """A multi-dimensional array that records the ops applied to it when it requires grad.
 
     `mg.tensor(data)` is the usual way to make one; `Tensor(data, dtype, device,
@@ -150,133 +148,6 @@ class Tensor(TensorBase):
         self._post_accumulate_hooks.append(hook)
         return _HookHandle(self._post_accumulate_hooks, hook)
 
-    # ------------------------------------------------------------------ conversion
-    def numpy(self) -> np.ndarray:
-        """The data as a NumPy array (a copy to the host for GPU tensors)."""
-        return to_device(self.array, CPU)
-
-    def item(self):
-        if self.array.size != 1:
-            raise RuntimeError(
-                f"item(): only one-element tensors can be converted to Python scalars, "
-                f"got shape {tuple(self.shape)}"
-            )
-        return self.numpy().reshape(()).item()
-
-    def tolist(self):
-        return self.numpy().tolist()
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __bool__(self) -> bool:
-        return bool(self.item())
-
-    def __index__(self) -> int:
-        if self.dtype.is_floating_point:
-            raise TypeError("only integer tensors can be used as an index")
-        return int(self.item())
-
-    def __array__(self, dtype=None, copy=None):
-        """np.asarray(t) of a CPU tensor (no copy unless asked for). A GPU tensor must be
-        copied to the host explicitly (TypeError), as in PyTorch."""
-        if self.device.type != "cpu":
-            raise TypeError(f"can't convert a {self.device} tensor to a NumPy array "
-                            "implicitly: use Tensor.cpu() (or .numpy()) to copy it to host "
-                            "memory first")
-        array = np.asarray(self.array)
-        if dtype is not None and np.dtype(dtype) != array.dtype:
-            if copy is False:
-                raise ValueError(f"__array__: converting {self.dtype} to {np.dtype(dtype)} "
-                                 "needs a copy, but copy=False")
-            return array.astype(dtype)
-        return array.copy() if copy else array
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """The DLPack capsule of this tensor's memory (for another library's
-        from_dlpack; see minigrad/dlpack.py). Refused for a tensor that requires grad."""
-        if self._requires_grad:
-            raise RuntimeError("Can't export tensors that require gradient, use "
-                               "tensor.detach()")
-        options = {"stream": stream, "max_version": max_version, "dl_device": dl_device,
-                   "copy": copy}
-        # pass only what the consumer set: older producers take no keywords but stream
-        options = {name: value for name, value in options.items() if value is not None}
-        return _as_array(self.array).__dlpack__(**options)
-
-    def __dlpack_device__(self) -> tuple:
-        """(DLPack device type, device id): (1, 0) for "cpu", (2, 0) for CUDA device 0."""
-        return _as_array(self.array).__dlpack_device__()
-
-    def to(self, *args, **kwargs) -> Tensor:
-        """`.to(dtype)`, `.to(device)`, `.to(device, dtype)` or `.to(other)` (other's
-        device and dtype), positional or keyword as in PyTorch (minigrad/to_arguments.py);
-        differentiable. Itself when nothing changes, unless copy=True; non_blocking has no
-        effect (copies between devices are synchronous)."""
-        target = parse_to_arguments(args, kwargs, "to")
-        out = self
-        if target.device is not None:
-            out = ops.to_device(out, target.device)
-        if target.dtype is not None:
-            out = ops.to_dtype(out, target.dtype)
-        return ops.clone(out) if target.copy and out is self else out
-
-    def type(self, dtype=None, non_blocking: bool = False):
-        """Without `dtype`, the type's name: 'minigrad.FloatTensor' for float32 on the CPU,
-        'minigrad.cuda.FloatTensor' on the GPU (see minigrad/type_names.py). With a dtype,
-        a tensor type such as mg.IntTensor, or its name ('torch.IntTensor' too), this
-        tensor converted to it: a type names the device as well, a dtype keeps it."""
-        if dtype is None:
-            return type_name(self.dtype, self.device)
-        target_dtype, target_device = parse_type(dtype, "type")
-        return self.to(target_device, target_dtype, non_blocking)
-
-    @property
-    def is_cuda(self) -> bool:
-        """Whether this tensor is on the GPU."""
-        return self.device.type == "cuda"
-
-    def cpu(self) -> Tensor:
-        return self.to("cpu")
-
-    def cuda(self) -> Tensor:
-        return self.to("cuda")
-
-    gpu = cuda
-
-    def float(self) -> Tensor:
-        return self.to(dtypes.float32)
-
-    def double(self) -> Tensor:
-        return self.to(dtypes.float64)
-
-    def half(self) -> Tensor:
-        return self.to(dtypes.float16)
-
-    def long(self) -> Tensor:
-        return self.to(dtypes.int64)
-
-    def int(self) -> Tensor:
-        return self.to(dtypes.int32)
-
-    def short(self) -> Tensor:
-        return self.to(dtypes.int16)
-
-    def char(self) -> Tensor:
-        return self.to(dtypes.int8)
-
-    def byte(self) -> Tensor:
-        return self.to(dtypes.uint8)
-
-    def bool(self) -> Tensor:
-        return self.to(dtypes.bool_)
-
-    def type_as(self, other: Tensor) -> Tensor:
-        return self.to(other.dtype)
-
     def t(self) -> Tensor:
         """The transpose of a matrix; a 0-d or 1-d tensor as it is (a view either way).
         More dims raise, as in PyTorch: use transpose(dim0, dim1) or .T."""
@@ -296,9 +167,6 @@ class Tensor(TensorBase):
         self.array = self.detach().t().array
         self._version[0] += 1
         return self
-
-    def is_floating_point(self) -> bool:
-        return self.dtype.is_floating_point
 
     # ------------------------------------------------------------------ arithmetic
     # An operator is the op function itself: `a + b` calls ops.add(a, b) directly.
@@ -409,7 +277,7 @@ class Tensor(TensorBase):
 
     # names PyTorch's Tensor has and this one lacks read as AttributeErrors that say what
     # to use instead (see minigrad/suggest.py); __dir__ leaves them out
-    _hints = suggest.tensor_hints(defined=vars())
+    _hints = suggest.tensor_hints(defined={**vars(TensorConversions), **vars()})
     vars().update(_hints)
 
 
@@ -452,11 +320,6 @@ def _to_array(data, dtype, device):
     elif array is data:
         array = array.copy()
     return xp.ascontiguousarray(array) if array.ndim else xp.asarray(array)
-
-
-def _as_array(data):
-    """A 0-d product can be a NumPy scalar; DLPack needs an array."""
-    return np.asarray(data) if isinstance(data, np.generic) else data
 
 
 def _infer_dtype(array: np.ndarray) -> dtypes.dtype:

@@ -72,6 +72,20 @@ def without_cuda(monkeypatch):
 
 
 @pytest.fixture
+def gpu_or_stand_in(monkeypatch):
+    """A GPU in this process for the test: the real one where CUDA is usable, else the
+    CuPy stand-in switched on; yields its array module (cupy or the stand-in)."""
+    probe = mg.backend.device._probe_cuda
+    if not mg.cuda.is_available():
+        monkeypatch.setenv(mg.backend.device.FAKE_GPU_ENV, "1")
+        probe.cache_clear()
+    try:
+        yield mg.backend.cupy_or_none()
+    finally:
+        probe.cache_clear()
+
+
+@pytest.fixture
 def rng():
     """A seeded NumPy generator, fresh per test."""
     return np.random.default_rng(1234)

@@ -72,3 +72,16 @@ def reduced_dims(draw, ndim: int):
     dims = draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True))
     dims = [d - ndim if draw(st.booleans()) else d for d in dims]
     return dims[0] if len(dims) == 1 and draw(st.booleans()) else tuple(dims)
+
+
+@st.composite
+def take_along_dim_indices(draw, shape: tuple[int, ...], dim: int):
+    """int64 indices for take_along_dim along `dim` of an input of `shape`: of the input's
+    rank, 1 to 3 long along dim and each other dim the input's size or 1 (broadcast),
+    values in [-size, size) (a negative one counts from the end)."""
+    size = shape[dim]
+    index_shape = tuple(draw(st.integers(1, 3)) if d == dim else draw(st.sampled_from([1, n]))
+                        for d, n in enumerate(shape))
+    count = int(np.prod(index_shape))
+    values = draw(st.lists(st.integers(-size, size - 1), min_size=count, max_size=count))
+    return np.array(values, dtype=np.int64).reshape(index_shape)

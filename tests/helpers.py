@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -45,6 +46,12 @@ GRADCHECK_SETTINGS = {
     "float64": {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3},
     "float32": {"eps": 1e-2, "atol": 1e-3, "rtol": 1e-3},
 }
+
+
+# a test of the real GPU path: skipped, with the reason, where CUDA is not usable
+requires_cuda = pytest.mark.skipif(
+    not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
+)
 
 
 def test_device() -> str:
@@ -101,6 +108,12 @@ def _with_layout(array, layout: str):
         container[window] = array
         return container[window]
     raise ValueError(f"unknown layout {layout!r}")
+
+
+def vector(values, requires_grad: bool = True):
+    """A float64 tensor of `values` on the test device, a leaf that requires grad unless
+    told otherwise."""
+    return make_tensor(np.asarray(values, dtype=np.float64), requires_grad=requires_grad)
 
 
 def to_numpy(value) -> np.ndarray:
@@ -311,3 +324,10 @@ def check_vjp(func, *inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float 
 
 def _as_tuple(value) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def assert_bits_equal(got, want) -> None:
+    """The same dtype, shape and bits (NaN where NaN): what a compiled step must give."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"

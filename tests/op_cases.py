@@ -1,11 +1,17 @@
 """What the op test files by subject (test_index_ops.py, test_einsum_ops.py, ...) share:
 leaves and index tensors on the test device, the runner of a second-derivative case and
-the check of an error case."""
+the check of an error case, and the two tests each file builds from its table of them:
+
+    test_gradgradcheck = gradgrad_test(GRADGRAD)
+    test_error_names_the_op_and_the_problem = error_test(ERRORS)
+"""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import arrays, distinct_arrays, make_tensor
+from helpers import FEW_EXAMPLES, arrays, distinct_arrays, layouts, make_tensor
+from hypothesis import given
+from hypothesis import strategies as st
 
 import minigrad as mg
 
@@ -39,3 +45,23 @@ def check_error_case(func, exception: type, fragments: list[str]) -> None:
     message = str(caught.value)
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+def gradgrad_test(cases: dict):
+    """A test of each case of `cases` (name -> (func, specs), see check_gradgrad_case),
+    on leaves in each layout."""
+    @pytest.mark.parametrize("name", list(cases))
+    @FEW_EXAMPLES
+    @given(data=st.data(), layout=layouts())
+    def test(name, data, layout):
+        check_gradgrad_case(data, layout, *cases[name])
+    return test
+
+
+def error_test(cases: dict):
+    """A test of each case of `cases` (name -> (func, exception, fragments), see
+    check_error_case)."""
+    @pytest.mark.parametrize("name", list(cases))
+    def test(name):
+        check_error_case(*cases[name])
+    return test

@@ -13,6 +13,7 @@ from helpers import (
     arrays,
     away_from,
     check_grad,
+    dims_of,
     distinct_arrays,
     floats,
     layouts,
@@ -22,6 +23,7 @@ from helpers import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
+from op_cases import leaf
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -29,10 +31,6 @@ from minigrad import nn
 from minigrad.autograd import gradgradcheck
 
 pytestmark = pytest.mark.device
-
-
-def leaf(array, layout="contiguous"):
-    return make_tensor(array, requires_grad=True, layout=layout)
 
 
 # name -> (function, element strategy: the function's smooth domain)
@@ -135,6 +133,19 @@ def test_activation_reprs_are_pytorchs():
         "Softplus(beta=1.0, threshold=20.0)", "Softmax(dim=1)", "LogSoftmax(dim=None)",
         "GELU(approximate='none')", "Tanh()", "Identity()",
     ]
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@OP_SETTINGS
+@given(data=st.data(), shape=shapes(), layout=layouts())
+def test_softmax_any_dim(name, data, shape, layout):
+    x = leaf(data.draw(arrays(shape)), layout)
+    dim = data.draw(dims_of(len(shape)))
+    method = getattr(mg.Tensor, name)
+    free = getattr(mg, name)
+    # softmax rows sum to 1: only a random upstream gradient sees its Jacobian
+    check_grad(lambda t: method(t, dim), x)
+    check_grad(lambda t: free(t, dim), x)
 
 
 @pytest.mark.parametrize("ndim, implicit", [(1, 0), (2, 1), (3, 0), (4, 1)])

@@ -100,18 +100,7 @@ def test_each_thread_has_its_own_state():
     assert seen == {"main in a region": (mg.float32, False), "own region": mg.float16}
 
 
-@pytest.fixture
-def two_devices(monkeypatch):
-    """A CPU and a GPU in this process: the real one, or the CuPy stand-in."""
-    probe = mg.backend.device._probe_cuda
-    if not mg.cuda.is_available():
-        monkeypatch.setenv(mg.backend.device.FAKE_GPU_ENV, "1")
-        probe.cache_clear()
-    yield
-    probe.cache_clear()
-
-
-def test_a_region_casts_only_its_device_type(two_devices):
+def test_a_region_casts_only_its_device_type(gpu_or_stand_in):
     x, w = (t.detach() for t in _matrices())
     x_cpu, w_cpu, x_gpu, w_gpu = x.cpu(), w.cpu(), x.to("gpu"), w.to("gpu")
     with mg.autocast("cuda"):

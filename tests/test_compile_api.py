@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_bits_equal
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -17,19 +17,8 @@ from minigrad import nn
 from minigrad.autograd import Function
 from minigrad.compile import OptimizedModule
 
-
-@pytest.fixture(autouse=True)
-def _warnings_are_errors():
-    with warnings.catch_warnings():
-        # a test here that falls back to eager fails
-        warnings.filterwarnings("error", message="mg.compile")
-        yield
-
-
-def _bits_equal(got, want) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
+# a step that falls back to eager fails the test
+pytestmark = pytest.mark.filterwarnings("error:mg.compile")
 
 
 def test_compile_takes_torch_compile_arguments_and_works_as_a_decorator():
@@ -42,8 +31,8 @@ def test_compile_takes_torch_compile_arguments_and_works_as_a_decorator():
         return x + 1
 
     x = mg.arange(4.0)
-    _bits_equal(plain(x).array, x.array * 2)
-    _bits_equal(configured(x).array, x.array + 1)
+    assert_bits_equal(plain(x).array, x.array * 2)
+    assert_bits_equal(configured(x).array, x.array + 1)
     assert plain.__name__ == "plain" and mg.compile(plain.__wrapped__, disable=True) is \
         plain.__wrapped__
     with pytest.raises(ValueError, match="unknown mode 'fastest'.*'reduce-overhead'"):
@@ -69,7 +58,7 @@ def test_the_function_runs_once_per_plan_and_the_replay_reads_this_calls_values(
         with mg.no_grad():
             weight.mul_(1.5)  # changed in place between calls: read again by each replay
         eager = (x * weight).softmax(-1) + x.exp().sum()
-        _bits_equal(scaled_softmax(x).array, eager.array)
+        assert_bits_equal(scaled_softmax(x).array, eager.array)
     assert len(calls) == 1
 
 
@@ -83,8 +72,8 @@ def test_a_method_can_be_compiled_with_the_decorator():
             return x * self.factor
 
     x = mg.tensor([1.0, -2.0])
-    _bits_equal(Scaler(3.0).apply(x).array, np.float32([3.0, -6.0]))
-    _bits_equal(Scaler(0.5).apply(x).array, np.float32([0.5, -1.0]))  # its own plan
+    assert_bits_equal(Scaler(3.0).apply(x).array, np.float32([3.0, -6.0]))
+    assert_bits_equal(Scaler(0.5).apply(x).array, np.float32([0.5, -1.0]))  # its own plan
 
 
 def test_a_compiled_module_is_the_module():
@@ -100,7 +89,7 @@ def test_a_compiled_module_is_the_module():
     assert not model.training and not model[1].training
     x = mg.randn(5, 3)
     with mg.no_grad():
-        _bits_equal(compiled(x).array, model(x).array)
+        assert_bits_equal(compiled(x).array, model(x).array)
 
 
 def _make_model():
@@ -119,9 +108,9 @@ def test_a_compiled_forward_is_one_node_of_the_eager_graph():
         loss = F.cross_entropy(compiled(x), target)
         loss_eager.backward()
         loss.backward()
-        _bits_equal(loss.array, loss_eager.array)
+        assert_bits_equal(loss.array, loss_eager.array)
         for p, q in zip(compiled_model.parameters(), eager.parameters(), strict=True):
-            _bits_equal(p.grad.array, q.grad.array)
+            assert_bits_equal(p.grad.array, q.grad.array)
     node = loss.grad_fn.next_functions[0][0]
     assert node.name == "CompiledBackward0"
     leaves = {id(n.variable) for n, _ in node.next_functions if n is not None}
@@ -137,7 +126,7 @@ def test_the_input_of_a_compiled_forward_gets_its_gradient():
         compiled(x).backward(gradient)
         x_eager = x.detach().requires_grad_()
         (x_eager @ weight).tanh().backward(gradient)
-        _bits_equal(x.grad.array, x_eager.grad.array)
+        assert_bits_equal(x.grad.array, x_eager.grad.array)
 
 
 def test_a_compiled_forward_has_no_double_backward():
@@ -176,7 +165,7 @@ def test_an_update_in_place_bumps_the_version_counter_as_eagerly():
 
     for _ in range(3):
         out = accumulate(mg.ones(3))
-    _bits_equal(out.array, np.float32([6, 6, 6]))
+    assert_bits_equal(out.array, np.float32([6, 6, 6]))
     assert total._version[0] == 3
 
 
@@ -189,8 +178,8 @@ def test_a_step_that_runs_backward_gives_each_calls_argument_its_gradient():
     for _ in range(3):
         x = mg.randn(3, requires_grad=True)
         returned = gradient_of_square(x)
-        _bits_equal(x.grad.array, 2 * x.array)
-        _bits_equal(returned.array, 2 * x.array)
+        assert_bits_equal(x.grad.array, 2 * x.array)
+        assert_bits_equal(returned.array, 2 * x.array)
 
 
 class _TwiceTanh(Function):
@@ -216,7 +205,7 @@ def test_an_op_that_saves_what_it_computed_is_replayed_with_it():
         got = weight.grad.array.copy()
         weight.grad = None
         _TwiceTanh.apply(x * weight).sum().backward()
-        _bits_equal(got, weight.grad.array)
+        assert_bits_equal(got, weight.grad.array)
 
 
 def test_a_tensor_from_outside_read_as_an_array_is_read_again_at_each_replay():
@@ -224,4 +213,4 @@ def test_a_tensor_from_outside_read_as_an_array_is_read_again_at_each_replay():
     lookup = mg.compile(lambda: F.embedding(ids, table))  # reads ids.array as an array
     for new_ids in ([0, 2], [3, 1], [2, 2]):
         ids.array = np.array(new_ids)  # another array in the same tensor
-        _bits_equal(lookup().array, table.array[new_ids])
+        assert_bits_equal(lookup().array, table.array[new_ids])

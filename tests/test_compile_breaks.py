@@ -10,17 +10,12 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_bits_equal
 
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import nn
 from minigrad.compile import Unsupported
-
-
-def _bits_equal(got, want) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.array_equal(got, want, equal_nan=True), f"{got} != {want}"
 
 
 def _line_of(function, text: str) -> int:
@@ -61,7 +56,7 @@ def test_a_value_read_into_python_runs_the_step_eagerly_with_one_warning(step, o
         warnings.simplefilter("always")
         for values in ([0.1, 0.2], [2.0, 1.0], [0.3, -4.0]):
             x = mg.tensor(values)
-            _bits_equal(compiled(x).array, step(x).array)
+            assert_bits_equal(compiled(x).array, step(x).array)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1, messages
     assert f"{step.__name__} runs eagerly: {op} reads a tensor's value" in messages[0]
@@ -90,7 +85,7 @@ def test_control_flow_on_array_values_is_checked_at_every_replay():
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="mg.compile")
         for x in (mg.ones(3), -mg.ones(3), mg.full((3,), 2.0), mg.tensor([1.0, -1.0, 1.0])):
-            _bits_equal(compiled(x).array, sign_dependent(x).array)
+            assert_bits_equal(compiled(x).array, sign_dependent(x).array)
     assert compiled._plan_count == 1
 
 
@@ -99,10 +94,10 @@ def test_an_index_out_of_range_at_replay_raises_as_eagerly():
     embedding = nn.Embedding(5, 3)
     compiled = mg.compile(embedding)
     with mg.no_grad():
-        _bits_equal(compiled(mg.tensor([0, 4])).array, embedding.weight.array[[0, 4]])
+        assert_bits_equal(compiled(mg.tensor([0, 4])).array, embedding.weight.array[[0, 4]])
         with pytest.raises(IndexError, match=r"embedding: ids must be in \[0, 5\)"):
             compiled(mg.tensor([1, 5]))
-        _bits_equal(compiled(mg.tensor([3, 1])).array, embedding.weight.array[[3, 1]])
+        assert_bits_equal(compiled(mg.tensor([3, 1])).array, embedding.weight.array[[3, 1]])
     assert compiled._compiled_forward._plan_count == 1
 
 
@@ -113,7 +108,7 @@ def test_a_mean_over_the_rows_not_ignored_counts_them_at_every_replay():
         warnings.filterwarnings("error", message="mg.compile")
         for target in ([1, 2, 1, 2], [1, 0, 0, 2], [0, 0, 0, 1], [2, 2, 1, 1]):
             target = mg.tensor(target)
-            _bits_equal(compiled(target).array,
+            assert_bits_equal(compiled(target).array,
                         F.cross_entropy(logits, target, ignore_index=0).array)
 
 
@@ -144,28 +139,21 @@ def test_an_error_of_the_step_propagates_and_leaves_the_state_as_eager_leaves_it
 
     with pytest.raises(RuntimeError, match="reshape"):
         mg.compile(step)(mg.tensor([1.0, 2.0]))
-    _bits_equal(weight.grad.array, np.float32([1.0, 2.0]))  # accumulated once
+    assert_bits_equal(weight.grad.array, np.float32([1.0, 2.0]))  # accumulated once
 
 
-def test_tensors_on_the_gpu_run_eagerly_with_one_warning(monkeypatch):
-    probe = mg.backend.device._probe_cuda
-    if not mg.cuda.is_available():
-        monkeypatch.setenv(mg.backend.device.FAKE_GPU_ENV, "1")  # the CuPy stand-in
-        probe.cache_clear()
-    try:
-        mg.manual_seed(0)
-        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).to("gpu")
-        compiled = mg.compile(model)
-        x = mg.randn(2, 3).to("gpu")
-        with pytest.warns(RuntimeWarning, match=r"runs eagerly: a tensor on cuda"):
-            out = compiled(x)
-        expected = model(x)
-        assert out.device == "gpu"
-        _bits_equal(out.cpu().array, expected.cpu().array)
-        out.sum().backward()
-        assert model[0].weight.grad.device == "gpu"
-    finally:
-        probe.cache_clear()
+def test_tensors_on_the_gpu_run_eagerly_with_one_warning(gpu_or_stand_in):
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).to("gpu")
+    compiled = mg.compile(model)
+    x = mg.randn(2, 3).to("gpu")
+    with pytest.warns(RuntimeWarning, match=r"runs eagerly: a tensor on cuda"):
+        out = compiled(x)
+    expected = model(x)
+    assert out.device == "gpu"
+    assert_bits_equal(out.cpu().array, expected.cpu().array)
+    out.sum().backward()
+    assert model[0].weight.grad.device == "gpu"
 
 
 def test_a_number_numpy_computes_from_arrays_is_checked_at_every_replay():
@@ -179,7 +167,7 @@ def test_a_number_numpy_computes_from_arrays_is_checked_at_every_replay():
         warnings.filterwarnings("error", message="mg.compile")
         for values in ([1.0, 2.0, -1.0], [1.0, -2.0, -1.0], [3.0, 2.0, -5.0]):
             x = mg.tensor(values)
-            _bits_equal(compiled(x).array, two_positive(x).array)
+            assert_bits_equal(compiled(x).array, two_positive(x).array)
     assert compiled._plan_count == 1
 
 
@@ -197,7 +185,7 @@ def test_a_failed_check_draws_the_random_numbers_eager_draws():
         got = compiled(x, mg.tensor(target))
         after = mg.get_rng_state()
         mg.set_rng_state(state)
-        _bits_equal(got.array, loss_of(x, mg.tensor(target)).array)
+        assert_bits_equal(got.array, loss_of(x, mg.tensor(target)).array)
         assert mg.get_rng_state() == after
 
 
@@ -211,7 +199,7 @@ def test_a_tensor_with_hooks_runs_the_step_eagerly():
         out = compiled(x)
     out.backward()
     assert len(seen) == 1
-    _bits_equal(seen[0].array, x.array)
+    assert_bits_equal(seen[0].array, x.array)
 
 
 def test_post_accumulate_hooks_run_after_a_compiled_forward_not_inside_a_step():
@@ -225,7 +213,7 @@ def test_post_accumulate_hooks_run_after_a_compiled_forward_not_inside_a_step():
             weight.grad = None
             x = mg.randn(3)
             compiled(x).backward()
-            _bits_equal(seen[-1], x.array)
+            assert_bits_equal(seen[-1], x.array)
 
     def whole_step(x):
         (x * weight).sum().backward()
@@ -256,10 +244,10 @@ def test_a_check_that_fails_after_an_update_in_place_leaves_the_update_to_eager(
             with pytest.raises(IndexError, match="ids must be in"):
                 compiled(x, mg.tensor(ids))
         else:
-            _bits_equal(compiled(x, mg.tensor(ids)).array, want.array)
+            assert_bits_equal(compiled(x, mg.tensor(ids)).array, want.array)
         for got, expected in zip(compiled_modules[0].buffers(), eager_modules[0].buffers(),
                                  strict=True):
-            _bits_equal(got.array, expected.array)  # updated once per call, as eagerly
+            assert_bits_equal(got.array, expected.array)  # updated once per call, as eagerly
 
 
 def test_work_the_capture_cannot_see_is_caught_by_comparing_the_first_replay():
@@ -278,8 +266,8 @@ def test_work_the_capture_cannot_see_is_caught_by_comparing_the_first_replay():
     with pytest.warns(RuntimeWarning, match="its replay differs from the eager run in "
                                             "output 0"):
         out = mg.compile(step)(x)
-    _bits_equal(out.array, np.float32([4.0, 6.0]))
-    _bits_equal(x.array, np.float32([2.0, 3.0]))  # changed once, by the eager run
+    assert_bits_equal(out.array, np.float32([4.0, 6.0]))
+    assert_bits_equal(x.array, np.float32([2.0, 3.0]))  # changed once, by the eager run
 
 
 def test_a_value_the_backward_reads_is_checked_when_the_forward_replays():
@@ -296,7 +284,7 @@ def test_a_value_the_backward_reads_is_checked_when_the_forward_replays():
         got = weight.grad.array.copy()
         weight.grad = None
         loss_of(x, target).backward()
-        _bits_equal(got, weight.grad.array)
+        assert_bits_equal(got, weight.grad.array)
 
 
 def test_a_collective_between_processes_runs_the_step_eagerly():

@@ -4,10 +4,9 @@
 dropout, a schedule, gradient clipping and running statistics; and compiled inference."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
+from helpers import assert_bits_equal
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -15,21 +14,10 @@ from minigrad import nn, optim
 from train.char_lm_model import ModelConfig, char_lm_class
 from train.digits import build_model
 
+# a step that falls back to eager fails the test
+pytestmark = pytest.mark.filterwarnings("error:mg.compile")
+
 STEPS = 3
-
-
-@pytest.fixture(autouse=True)
-def _no_eager_fallback():
-    with warnings.catch_warnings():
-        # any step that runs eagerly fails the test
-        warnings.filterwarnings("error", message="mg.compile")
-        yield
-
-
-def _bits_equal(got, want) -> None:
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert np.array_equal(got, want, equal_nan=True)
 
 
 def _state(model, optimizer) -> list:
@@ -77,7 +65,7 @@ def test_a_compiled_gpt_training_step_equals_the_eager_one():
     eager_losses, eager_state = _train_gpt(compiled=False)
     losses, state = _train_gpt(compiled=True)
     for got, want in zip(losses + state, eager_losses + eager_state, strict=True):
-        _bits_equal(got, want)
+        assert_bits_equal(got, want)
     assert len(set(map(float, losses))) == STEPS
 
 
@@ -116,7 +104,7 @@ def test_a_compiled_module_trains_as_the_eager_one(build, optimizer_class):
     eager_losses, eager_state = _train_module(build, batches, optimizer_class, False)
     losses, state = _train_module(build, batches, optimizer_class, True)
     for got, want in zip(losses + state, eager_losses + eager_state, strict=True):
-        _bits_equal(got, want)
+        assert_bits_equal(got, want)
 
 
 def test_compiled_greedy_decoding_equals_eager():

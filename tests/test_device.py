@@ -7,13 +7,11 @@ import pickle
 
 import numpy as np
 import pytest
+from helpers import requires_cuda
 
 import minigrad as mg
 from minigrad import nn
 
-requires_cuda = pytest.mark.skipif(
-    not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
-)
 SPELLINGS = [("cpu",), ("cpu", 0), ("cpu:1",), ("cuda",), ("cuda", 0), ("cuda:0",),
              ("cuda", 1), ("cuda:3",)]
 

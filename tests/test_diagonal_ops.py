@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import (
-    FEW_EXAMPLES,
     OP_SETTINGS,
     arrays,
     check_grad,
+    floats,
     layouts,
     make_tensor,
     shapes,
@@ -18,7 +18,7 @@ from helpers import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, leaf
+from op_cases import check_error_case, gradgrad_test, leaf
 from torch_oracle import check_against_torch, check_error_like_torch
 
 import minigrad as mg
@@ -60,12 +60,9 @@ GRADGRAD = {
 }
 
 
-@pytest.mark.parametrize("name", list(GRADGRAD))
-@FEW_EXAMPLES
-@given(data=st.data(), layout=layouts())
-def test_second_derivatives(name, data, layout):
-    assert mg.autograd.gradgradcheck(GRADGRAD[name], [leaf(data.draw(arrays((2, 3))),
-                                                           layout)])
+# each case on one drawn (2, 3) matrix
+test_second_derivatives = gradgrad_test({name: (func, [((2, 3), floats())])
+                                          for name, func in GRADGRAD.items()})
 
 
 @STAND_IN_READ_ONLY_DIAGONAL

@@ -142,8 +142,10 @@ def run_main(capsys, *args: str) -> tuple[int, str]:
 @pytest.mark.parametrize("args, status, message", [
     (["--resume", "/nonexistent/digits.safetensors"], 2,
      "digits: no checkpoint at /nonexistent/digits.safetensors"),
-    (["--epochs", "0"], 2, "--epochs, --batch-size and --torch-threads must be at least 1"),
-    (["--test-fraction", "1.5"], 2, "--test-fraction must be between 0 and 1, got 1.5"),
+    (["--epochs", "0"], 2, "digits: error: argument --epochs: must be an integer >= 1, got 0"),
+    (["--torch-threads", "0"], 2, "argument --torch-threads: must be an integer >= 1"),
+    (["--test-fraction", "1.5"], 2,
+     "argument --test-fraction: must be a finite number in (0.0, 1.0), got 1.5"),
 ])
 def test_bad_arguments_fail_with_one_line(capsys, args, status, message):
     code, stderr = run_main(capsys, *args)

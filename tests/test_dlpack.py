@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import requires_cuda
 
 import minigrad as mg
 
-requires_cuda = pytest.mark.skipif(
-    not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
-)
 DTYPES = [np.float16, np.float32, np.float64, np.uint8, np.int8, np.int16, np.int32, np.int64,
           np.bool_]
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from markdown_pages import parse_blocks, without_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -26,7 +27,6 @@ README_MAX_LINES = 260
 # "about N lines" in the README is a rounded count: it may be off by this fraction
 LINE_COUNT_SLACK = 0.10
 
-FENCED_BLOCK = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 
@@ -41,20 +41,20 @@ def _name(page: Path) -> str:
 
 
 def python_blocks(page: Path) -> list[str]:
-    return [body for info, body in FENCED_BLOCK.findall(page.read_text()) if info == "python"]
+    return [block.body for block in parse_blocks(page.read_text()) if block.info == "python"]
 
 
 def prose_of(text: str) -> str:
     """The page without its fenced blocks and inline code, where `#` and `[..](..)` are
     not markdown."""
-    return INLINE_CODE.sub("", FENCED_BLOCK.sub("", text))
+    return INLINE_CODE.sub("", without_blocks(text))
 
 
 def heading_anchors(text: str) -> set[str]:
     """GitHub's anchors for a page's headings: lower case, punctuation dropped, spaces as
     hyphens, and -1, -2, ... after a repeated one."""
     anchors: set[str] = set()
-    for heading in re.findall(r"^#+ (.+)$", FENCED_BLOCK.sub("", text), re.MULTILINE):
+    for heading in re.findall(r"^#+ (.+)$", without_blocks(text), re.MULTILINE):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         anchor, repeat = slug, 0
         while anchor in anchors:

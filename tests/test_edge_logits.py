@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import make_tensor, shapes
+from helpers import make_tensor, shapes, test_device
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -55,6 +55,15 @@ def _check(actual: mg.Tensor, expected, tolerance, dtype, what):
     assert_within(actual.numpy(), expected, tolerance + output_rounding(expected, dtype), what)
 
 
+def _skip_numba_without_cuda(mode):
+    """GPU tensors in "numba" mode take the numba.cuda kernels: they need a GPU, or Numba's
+    CUDA simulator (NUMBA_ENABLE_CUDASIM=1) under the CuPy stand-in."""
+    if mode == "numba" and test_device() == "gpu":
+        from numba import cuda
+        if not cuda.is_available():
+            pytest.skip("numba.cuda finds no GPU (run under NUMBA_ENABLE_CUDASIM=1)")
+
+
 def _last_dim_rows(x, dim):
     return np.moveaxis(np.asarray(x, np.float64), dim, -1)
 
@@ -64,6 +73,7 @@ def _last_dim_rows(x, dim):
 @EXAMPLES
 @given(data=st.data())
 def test_softmax_and_log_softmax(mode, dtype, data):
+    _skip_numba_without_cuda(mode)
     with kernels.mode(mode):
         _check_softmax_and_log_softmax(dtype, data)
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import FEW_EXAMPLES, arrays, check_grad, floats, layouts, make_tensor
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, check_gradgrad_case, leaf
+from op_cases import error_test, gradgrad_test, leaf
 
 import minigrad as mg
 
@@ -61,11 +61,7 @@ GRADGRAD = {
 }
 
 
-@pytest.mark.parametrize("name", list(GRADGRAD))
-@FEW_EXAMPLES
-@given(data=st.data(), layout=layouts())
-def test_gradgradcheck(name, data, layout):
-    check_gradgrad_case(data, layout, *GRADGRAD[name])
+test_gradgradcheck = gradgrad_test(GRADGRAD)
 
 
 def t(values):
@@ -96,6 +92,4 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
-def test_error_names_the_op_and_the_problem(name):
-    check_error_case(*ERRORS[name])
+test_error_names_the_op_and_the_problem = error_test(ERRORS)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import (
-    FEW_EXAMPLES,
     OP_SETTINGS,
     arrays,
     check_grad,
@@ -17,7 +16,7 @@ from helpers import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, check_gradgrad_case, index_tensor, leaf
+from op_cases import error_test, gradgrad_test, index_tensor, leaf
 
 import minigrad as mg
 
@@ -50,11 +49,7 @@ GRADGRAD = {
 }
 
 
-@pytest.mark.parametrize("name", list(GRADGRAD))
-@FEW_EXAMPLES
-@given(data=st.data(), layout=layouts())
-def test_gradgradcheck(name, data, layout):
-    check_gradgrad_case(data, layout, *GRADGRAD[name])
+test_gradgradcheck = gradgrad_test(GRADGRAD)
 
 
 ERRORS = {
@@ -66,6 +61,4 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
-def test_error_names_the_op_and_the_problem(name):
-    check_error_case(*ERRORS[name])
+test_error_names_the_op_and_the_problem = error_test(ERRORS)

@@ -275,7 +275,7 @@ def test_gpu_without_cuda_is_a_clear_error():
 def test_mixing_devices_names_both():
     on_cpu = mg.ones(3)
     on_gpu = mg.ones(3, device="gpu")
-    with raises(RuntimeError, "Add", "cpu", "gpu", "same device"):
+    with raises(RuntimeError, "Add", "cpu", "cuda:0", "same device"):
         on_cpu + on_gpu
 
 

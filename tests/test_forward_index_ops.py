@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from domains import bool_masks, slice_writes
+from domains import bool_masks, slice_writes, take_along_dim_indices
 from helpers import OP_SETTINGS, arrays, layouts, shapes
 from hypothesis import given
 from hypothesis import strategies as st
@@ -112,12 +112,8 @@ def test_take(data, shape, layout):
 def test_take_along_dim(data, shape, layout):
     dim = data.draw(st.integers(0, len(shape) - 1))
     size = shape[dim]
-    # indices of the input's rank, each other dim either the input's size or 1
-    index_shape = tuple(data.draw(st.integers(1, 3)) if d == dim else
-                        data.draw(st.sampled_from([1, n])) for d, n in enumerate(shape))
-    count = int(np.prod(index_shape))
-    index = np.array(data.draw(st.lists(st.integers(-size, size - 1), min_size=count,
-                                        max_size=count))).reshape(index_shape)
+    index = data.draw(take_along_dim_indices(shape, dim))
+    index_shape = index.shape
     x = data.draw(arrays(shape))
     out_shape = tuple(index_shape[d] if d == dim else n for d, n in enumerate(shape))
     expected = np.empty(out_shape)

@@ -11,14 +11,11 @@ import importlib
 
 import numpy as np
 import pytest
+from helpers import requires_cuda
 
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import nn
-
-requires_cuda = pytest.mark.skipif(
-    not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
-)
 
 # ----------------------------------------------------------------------------- across devices
 

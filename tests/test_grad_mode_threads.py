@@ -1,6 +1,11 @@
-"""Grad mode and anomaly mode belong to a thread, as in PyTorch, and set_grad_enabled works
-as a plain call, a context manager and a decorator."""
+"""Grad mode: no_grad, enable_grad and set_grad_enabled as context managers and
+decorators build no graph where they should, and grad mode comes back after an
+exception; grad mode and anomaly mode belong to a thread, as in PyTorch, and
+set_grad_enabled works as a plain call, a context manager and a decorator."""
 import threading
+
+import pytest
+from helpers import vector
 
 import minigrad as mg
 from minigrad.autograd import detect_anomaly, is_anomaly_enabled
@@ -101,3 +106,70 @@ def test_inference_mode_records_nothing_and_false_changes_nothing():
     with mg.inference_mode(False):
         assert (x * 2).requires_grad
     assert mg.is_grad_enabled()
+
+
+def _assert_no_graph(t):
+    assert t.grad_fn is None
+    assert not t.requires_grad
+
+
+@pytest.mark.device
+def test_no_grad_context_and_decorator_build_no_graph():
+    x = vector([1.0, 2.0])
+    with mg.no_grad():
+        _assert_no_graph(x * 2 + x.exp())
+        assert not mg.is_grad_enabled()
+    assert mg.is_grad_enabled()
+
+    @mg.no_grad()
+    def double(t):
+        return t * 2
+
+    _assert_no_graph(double(x))
+    assert (x * 2).grad_fn is not None
+
+
+@pytest.mark.device
+def test_enable_grad_inside_no_grad_and_as_decorator():
+    x = vector([1.0])
+
+    @mg.enable_grad()
+    def square(t):
+        return t * t
+
+    with mg.no_grad():
+        with mg.enable_grad():
+            assert (x * x).grad_fn is not None
+        _assert_no_graph(x * x)
+        assert square(x).grad_fn is not None
+
+
+@pytest.mark.device
+def test_set_grad_enabled_context_and_decorator():
+    x = vector([1.0])
+    with mg.set_grad_enabled(False):
+        _assert_no_graph(x * x)
+        with mg.set_grad_enabled(True):
+            assert (x * x).requires_grad
+    assert mg.is_grad_enabled()
+
+    @mg.set_grad_enabled(False)
+    def square(t):
+        return t * t
+
+    _assert_no_graph(square(x))
+    assert mg.is_grad_enabled()
+
+
+@pytest.mark.device
+def test_grad_mode_restored_after_exception():
+    with pytest.raises(ValueError):
+        with mg.no_grad():
+            raise ValueError("boom")
+    assert mg.is_grad_enabled()
+
+
+@pytest.mark.device
+def test_no_graph_when_no_input_requires_grad():
+    x = vector([1.0, 2.0], requires_grad=False)
+    _assert_no_graph(x.exp() * x)

@@ -14,22 +14,18 @@ from helpers import (
     dims_of,
     distinct_arrays,
     layouts,
-    make_tensor,
     nonzero,
     shapes,
 )
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from op_cases import leaf
 
 import minigrad as mg
 import minigrad.nn.functional as F
 
 pytestmark = pytest.mark.device
-
-
-def leaf(array, layout="contiguous"):
-    return make_tensor(array, requires_grad=True, layout=layout)
 
 
 def gradgradcheck(func, *inputs, **kwargs) -> None:

@@ -1,13 +1,18 @@
 """After backward() a graph holds no arrays: a loop that keeps its losses keeps no
-activations alive (the benchmark benchmarks/bench_graph_memory.py measures the RSS)."""
+activations alive (the benchmark benchmarks/bench_graph_memory.py measures the RSS), a
+training loop leaves no live nodes or tensors, and a graph is freed by reference counting
+alone."""
 import gc
 import weakref
 
 import numpy as np
+import pytest
+from helpers import make_tensor, vector
 
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import nn
+from minigrad.autograd import Function
 
 
 def _forward_arrays(loss) -> list:
@@ -91,3 +96,59 @@ def test_an_intermediate_no_node_saved_is_freed_before_backward():
     assert alive() is None
     loss.backward()
     assert x.grad.shape == (4, 4)
+
+
+def _live_counts() -> tuple[int, int]:
+    gc.collect()
+    objects = gc.get_objects()
+    # type(), not isinstance(): isinstance would touch dead weak proxies and raise
+    functions = sum(1 for o in objects if issubclass(type(o), Function))
+    tensors = sum(1 for o in objects if issubclass(type(o), mg.Tensor))
+    return functions, tensors
+
+
+def _train(steps: int, params, inputs, targets) -> float:
+    w1, b1, w2 = params
+    loss_value = 0.0
+    for _ in range(steps):
+        hidden = (inputs @ w1 + b1).tanh()
+        loss = ((hidden @ w2 - targets) ** 2).mean()
+        loss.backward()
+        with mg.no_grad():
+            for p in params:
+                p.sub_(p.grad * 0.1)
+                p.grad = None
+        loss_value = loss.item()
+    return loss_value
+
+
+@pytest.mark.device
+def test_training_loop_leaves_no_live_nodes_or_tensors():
+    rng = np.random.default_rng(0)
+    params = [make_tensor(rng.standard_normal(s) * 0.5, requires_grad=True)
+              for s in [(3, 8), (8,), (8, 1)]]
+    inputs = make_tensor(rng.standard_normal((16, 3)))
+    targets = make_tensor(rng.standard_normal((16, 1)))
+    first = _train(1, params, inputs, targets)  # warm caches before counting
+    before = _live_counts()
+    last = _train(100, params, inputs, targets)
+    after = _live_counts()
+    assert last < first  # the loop does train
+    assert after[0] == before[0], f"live Function nodes: {before[0]} -> {after[0]}"
+    assert after[1] == before[1], f"live tensors: {before[1]} -> {after[1]}"
+
+
+@pytest.mark.device
+def test_graph_is_freed_by_reference_counting_alone():
+    """Nodes must not form reference cycles: dropping the output frees the graph at once,
+    without waiting for the cycle collector."""
+    x = vector([1.0, 2.0])
+    gc.disable()
+    try:
+        y = (x.exp() * x).softmax(0).sum()
+        node = weakref.ref(y.grad_fn)
+        y.backward()
+        del y
+        assert node() is None
+    finally:
+        gc.enable()

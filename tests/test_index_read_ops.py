@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from domains import bool_masks
-from helpers import FEW_EXAMPLES, OP_SETTINGS, arrays, check_grad, layouts, make_tensor, shapes
+from domains import bool_masks, take_along_dim_indices
+from helpers import OP_SETTINGS, arrays, check_grad, floats, layouts, make_tensor, shapes
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, index_tensor, leaf
+from op_cases import error_test, gradgrad_test, index_tensor, leaf
 from torch_oracle import check_against_torch, check_error_like_torch
 
 import minigrad as mg
@@ -42,13 +42,7 @@ def test_take_gradients_collect_repeated_positions(data, shape, layout):
 @given(data=st.data(), shape=shapes(min_dims=1), layout=layouts())
 def test_take_along_dim_gradients(data, shape, layout):
     dim = data.draw(st.integers(0, len(shape) - 1))
-    size = shape[dim]
-    index_shape = tuple(data.draw(st.integers(1, 3)) if d == dim else
-                        data.draw(st.sampled_from([1, n])) for d, n in enumerate(shape))
-    count = int(np.prod(index_shape))
-    index = index_tensor(np.array(data.draw(st.lists(st.integers(-size, size - 1),
-                                                     min_size=count, max_size=count)
-                                            )).reshape(index_shape))
+    index = index_tensor(data.draw(take_along_dim_indices(shape, dim)))
     check_grad(lambda t: mg.take_along_dim(t, index, dim), leaf(data.draw(arrays(shape)),
                                                                  layout))
 
@@ -62,12 +56,9 @@ GRADGRAD = {
 }
 
 
-@pytest.mark.parametrize("name", list(GRADGRAD))
-@FEW_EXAMPLES
-@given(data=st.data(), layout=layouts())
-def test_second_derivatives(name, data, layout):
-    assert mg.autograd.gradgradcheck(GRADGRAD[name], [leaf(data.draw(arrays((2, 3))),
-                                                           layout)])
+# each case on one drawn (2, 3) matrix
+test_second_derivatives = gradgrad_test({name: (func, [((2, 3), floats())])
+                                          for name, func in GRADGRAD.items()})
 
 
 TORCH_CASES = {
@@ -120,6 +111,4 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
-def test_errors_name_the_op_and_the_problem(name):
-    check_error_case(*ERRORS[name])
+test_errors_name_the_op_and_the_problem = error_test(ERRORS)

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 from domains import slice_writes
 from helpers import (
-    FEW_EXAMPLES,
     OP_SETTINGS,
     arrays,
     check_grad,
+    floats,
     layouts,
     make_tensor,
     test_device,
 )
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, index_tensor, leaf
+from op_cases import error_test, gradgrad_test, index_tensor, leaf
 from torch_oracle import check_against_torch
 
 import minigrad as mg
@@ -79,12 +79,9 @@ GRADGRAD = {
 }
 
 
-@pytest.mark.parametrize("name", list(GRADGRAD))
-@FEW_EXAMPLES
-@given(data=st.data(), layout=layouts())
-def test_second_derivatives(name, data, layout):
-    a, s = (leaf(data.draw(arrays((2, 3))), layout) for _ in range(2))
-    assert mg.autograd.gradgradcheck(GRADGRAD[name], [a, s])
+# each case on two drawn (2, 3) matrices
+test_second_derivatives = gradgrad_test({name: (func, [((2, 3), floats())] * 2)
+                                          for name, func in GRADGRAD.items()})
 
 
 # ----------------------------------------------------------------------------- PyTorch
@@ -195,6 +192,4 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
-def test_errors_name_the_op_and_the_problem(name):
-    check_error_case(*ERRORS[name])
+test_errors_name_the_op_and_the_problem = error_test(ERRORS)

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import requires_cuda
 
 import minigrad as mg
 
 torch = pytest.importorskip("torch")
-requires_cuda = pytest.mark.skipif(
-    not mg.cuda.is_available(), reason=f"needs CUDA: {mg.cuda.unavailable_reason()}"
-)
 TYPES = ["BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor", "LongTensor",
          "HalfTensor", "FloatTensor", "DoubleTensor"]
 

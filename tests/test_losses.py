@@ -9,6 +9,7 @@ import pytest
 from helpers import FEW_EXAMPLES, arrays, away_from, check_grad, floats, make_tensor
 from hypothesis import given
 from hypothesis import strategies as st
+from op_cases import leaf
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -21,10 +22,6 @@ pytestmark = [pytest.mark.device,
 REDUCTIONS = ["none", "mean", "sum"]
 loss_shapes = st.sampled_from([(3,), (2, 3), (2, 3, 2), ()])
 probabilities = floats(0.05, 0.95)  # away from 0 and 1, where BCE's log is clamped
-
-
-def leaf(array):
-    return make_tensor(array, requires_grad=True)
 
 
 def _distribution(data, shape, zeros: bool = False) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from helpers import FEW_EXAMPLES, OP_SETTINGS, arrays, check_grad, layouts, make_tensor
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, leaf
+from op_cases import error_test, leaf
 from torch_oracle import check_against_torch
 
 import minigrad as mg
@@ -109,6 +109,4 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
-def test_errors_name_the_op_and_the_problem(name):
-    check_error_case(*ERRORS[name])
+test_errors_name_the_op_and_the_problem = error_test(ERRORS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import make_tensor
+from torch_oracle import MG, TORCH, assert_matches_torch
 
 import minigrad as mg
 from minigrad import ops
@@ -17,17 +18,6 @@ pytestmark = pytest.mark.device
 # minigrad methods PyTorch's Tensor lacks (it has torch.nn.functional.gelu)
 MINIGRAD_ONLY_METHODS = {"gelu"}
 TORCH_REFERENCE = {"gelu": torch.nn.functional.gelu}
-
-
-class Lib:
-    """The per-library pieces a call needs: index tensors and masks."""
-
-    def __init__(self, lib):
-        self.lib = lib
-
-    def index(self, values):
-        array = np.asarray(values)
-        return make_tensor(array) if self.lib is mg else torch.as_tensor(array)
 
 
 # name -> (input shapes, element kind, call(L, f, *inputs)); f is mg.X / torch.X, or the
@@ -232,40 +222,10 @@ def test_matches_torch(name, form):
     reference = TORCH_REFERENCE.get(name) or (
         getattr(torch, name) if form == "function" else getattr(torch.Tensor, name))
     mine = getattr(mg, name) if form == "function" else getattr(mg.Tensor, name)
-    our_out = _flat(call(Lib(mg), mine, *ours))
-    their_out = _flat(call(Lib(torch), reference, *theirs))
-    assert len(our_out) == len(their_out)
+    our_out, their_out = call(MG, mine, *ours), call(TORCH, reference, *theirs)
     if name == "multinomial":  # random: the same kind of result
-        assert our_out[0].shape == tuple(their_out[0].shape) and our_out[0].dtype is mg.int64
+        assert our_out.shape == tuple(their_out.shape) and our_out.dtype is mg.int64
         return
     if inplace:  # the call returns its first input, changed
-        assert our_out[0] is ours[0]
-    _compare(our_out, their_out, ours, theirs, rng)
-
-
-def _compare(our_out, their_out, ours, theirs, rng):
-    our_loss = their_loss = None
-    for o, t in zip(our_out, their_out):
-        if isinstance(t, bool):
-            assert o is t
-            continue
-        assert tuple(o.shape) == tuple(t.shape)
-        assert o.dtype.name == str(t.dtype).replace("torch.", "")
-        np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
-        if t.requires_grad and o.requires_grad:
-            v = rng.standard_normal(tuple(t.shape))
-            mine, ref = (o * make_tensor(v)).sum(), (t * torch.as_tensor(v)).sum()
-            our_loss = mine if our_loss is None else our_loss + mine
-            their_loss = ref if their_loss is None else their_loss + ref
-    if our_loss is None:
-        return
-    our_loss.backward()
-    their_loss.backward()
-    for o, t in zip(ours, theirs):
-        expected = np.zeros(t.shape) if t.grad is None else t.grad.numpy()
-        got = np.zeros(o.shape) if o.grad is None else o.grad.numpy()
-        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
-
-
-def _flat(value) -> list:
-    return list(value) if isinstance(value, (tuple, list)) else [value]
+        assert our_out is ours[0]
+    assert_matches_torch(ours, theirs, our_out, their_out)

@@ -38,8 +38,8 @@ def test_each_mutant_names_tests_that_exist(mutant):
         path, _, function = test.partition("::")
         assert (ROOT / path).is_file(), f"{mutant.name}: no test file {path}"
         name = function.split("[")[0]
-        if name:
-            assert re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M), \
+        if name:  # a test is defined, or made by a factory: test_x = error_test(...)
+            assert re.search(rf"^(def {name}\(|{name} = )", (ROOT / path).read_text(), re.M), \
                 f"{mutant.name}: {path} defines no {name}"
 
 
@@ -119,7 +119,8 @@ def test_the_tree_is_the_files_git_would_commit(synthetic_repository):
 def test_the_runner_reports_caught_surviving_and_broken_mutants(synthetic_repository,
                                                                 capsys):
     """A failure of the fixed test is the same at any seed: one run. A drawn test's
-    failure must recur at every seed. A mutant of untested code survives."""
+    failure must recur at every seed. A mutant of untested code survives. Original text
+    that is not in the file exactly once is an error."""
     table = [
         Mutant("add_subtracts", "calc.py", "return a + b", "return a - b",
                ("tests/test_calc.py",)),
@@ -129,6 +130,7 @@ def test_the_runner_reports_caught_surviving_and_broken_mutants(synthetic_reposi
                ("tests/test_calc.py",)),
         Mutant("text_gone", "calc.py", "return a % b", "return a // b",
                ("tests/test_calc.py",)),
+        Mutant("text_twice", "calc.py", "return a ", "return b ", ("tests/test_calc.py",)),
     ]
     status = mutants.main(["--seeds", "0", "1", "--jobs", "2"], synthetic_repository, table)
     rows = {cells[0]: cells for cells in (
@@ -139,4 +141,5 @@ def test_the_runner_reports_caught_surviving_and_broken_mutants(synthetic_reposi
     assert rows["halve_doubles"][2:4] == ["tests/test_calc.py::test_halve", "0 1"]
     assert rows["untested_changed"][2:4] == ["SURVIVED: seed 0 passed", "0"]
     assert rows["text_gone"][2].startswith("ERROR: text_gone: its original text occurs 0")
+    assert rows["text_twice"][2].startswith("ERROR: text_twice: its original text occurs 2")
     assert (synthetic_repository / "calc.py").read_text() == CALC  # planted in the copy

@@ -18,14 +18,11 @@ from helpers import (
 )
 from hypothesis import given
 from hypothesis import strategies as st
+from op_cases import leaf
 
 import minigrad as mg
 
 pytestmark = pytest.mark.device
-
-
-def leaf(array, layout="contiguous"):
-    return make_tensor(array, requires_grad=True, layout=layout)
 
 
 # name -> (function, list of (shape, element strategy) for its inputs)

@@ -21,6 +21,7 @@ from helpers import (
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from torch_oracle import assert_matches_torch
 
 import minigrad as mg
 
@@ -173,12 +174,6 @@ CASES = {
 }
 
 
-def _as_list(value):
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # max(dim) -> (values, indices)
-        return list(value)
-    return list(value) if isinstance(value, (tuple, list)) else [value]
-
-
 @pytest.mark.parametrize("name", list(CASES))
 @FEW_EXAMPLES
 @given(data=st.data(), layout=layouts())
@@ -187,31 +182,7 @@ def test_forward_and_backward_match_torch(name, data, layout):
     values = draw_inputs(data)
     ours = [make_tensor(v, requires_grad=True, layout=layout) for v in values]
     theirs = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in values]
-    our_outputs = _as_list(func(MG, *ours))
-    their_outputs = _as_list(func(TORCH, *theirs))
-    assert len(our_outputs) == len(their_outputs)
-
-    rng = np.random.default_rng(0)
-    our_loss, their_loss = None, None
-    for o, t in zip(our_outputs, their_outputs):
-        assert tuple(o.shape) == tuple(t.shape), (name, o.shape, t.shape)
-        np.testing.assert_allclose(o.numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
-        if not t.requires_grad:  # indices
-            assert o.dtype is mg.int64
-            continue
-        v = rng.standard_normal(tuple(t.shape))
-        finite = np.isfinite(t.detach().numpy())  # -inf outputs (masked) get no upstream
-        v = np.where(finite, v, 0.0)
-        mine = (o.masked_fill(make_tensor(~finite), 0.0) * make_tensor(v)).sum()
-        ref = (t.masked_fill(torch.as_tensor(~finite), 0.0) * torch.as_tensor(v)).sum()
-        our_loss = mine if our_loss is None else our_loss + mine
-        their_loss = ref if their_loss is None else their_loss + ref
-    our_loss.backward()
-    their_loss.backward()
-    for mine, ref in zip(ours, theirs):
-        expected = np.zeros(ref.shape) if ref.grad is None else ref.grad.numpy()
-        got = np.zeros(mine.shape) if mine.grad is None else mine.grad.numpy()
-        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
+    assert_matches_torch(ours, theirs, func(MG, *ours), func(TORCH, *theirs))
 
 
 @FEW_EXAMPLES

@@ -1,7 +1,9 @@
 """Tensor hooks (Tensor.register_hook) on leaves and non-leaves, and retain_grad: a hook
-may replace a gradient's values, never its shape, dtype or device (PyTorch raises too)."""
+sees the gradient and may replace its values, never its shape, dtype or device (PyTorch
+raises too); and post-accumulate-grad hooks, run on each leaf once its .grad is whole."""
 import numpy as np
 import pytest
+from helpers import vector
 
 import minigrad as mg
 
@@ -96,3 +98,84 @@ def test_a_removed_hook_no_longer_runs():
     handle.remove()
     (x * 2).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.device
+def test_hook_on_leaf_sees_and_replaces_gradient():
+    x = vector([1.0, 2.0])
+    seen = []
+    handle = x.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 10)
+    (x * x).sum().backward()
+    np.testing.assert_allclose(seen[0], [2.0, 4.0])
+    np.testing.assert_allclose(x.grad.numpy(), [20.0, 40.0])
+    handle.remove()
+    x.grad = None
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+    assert len(seen) == 1
+
+
+@pytest.mark.device
+def test_hook_on_non_leaf_replaces_gradient_flowing_upstream():
+    x = vector([1.0, 2.0])
+    y = x * 3
+    seen = []
+    y.register_hook(lambda g: seen.append(g.numpy().copy()))  # observe only
+    handle = y.register_hook(lambda g: g * 0 + 1)  # replace by ones
+    (y * y).sum().backward()
+    np.testing.assert_allclose(seen[0], [6.0, 12.0])
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
+    handle.remove()
+    x.grad = None
+    y = x * 3
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [18.0, 36.0])
+
+
+@pytest.mark.device
+def test_hook_on_tensor_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        vector([1.0], requires_grad=False).register_hook(lambda g: g)
+
+
+@pytest.mark.device
+def test_post_accumulate_hook_runs_once_per_leaf_before_backward_ends():
+    x = vector([1.0, 2.0])
+    w = vector([3.0, 4.0])
+    order = []
+    x.register_post_accumulate_grad_hook(lambda t: order.append(("x", t.grad.numpy().copy())))
+    handle = w.register_post_accumulate_grad_hook(lambda t: order.append(("w", None)))
+    # w is used twice (two paths), x once, deep in the graph: x's hook sees the full sum
+    y = (x * w + w).exp()
+    y.sum().backward()
+    assert [name for name, _ in order].count("x") == 1
+    assert [name for name, _ in order].count("w") == 1
+    np.testing.assert_allclose(order[[n for n, _ in order].index("x")][1],
+                               np.exp([6.0, 12.0]) * [3.0, 4.0], rtol=1e-6)
+    handle.remove()
+    (x * w).sum().backward()
+    assert [name for name, _ in order].count("w") == 1
+
+
+@pytest.mark.device
+def test_post_accumulate_hook_fires_before_unrelated_work_finishes():
+    # the first layer's weight is complete only at the end; the last layer's long before
+    first = vector([0.5, -0.5])
+    last = vector([2.0, 1.0])
+    done = []
+    first.register_post_accumulate_grad_hook(lambda t: done.append("first"))
+    last.register_post_accumulate_grad_hook(lambda t: done.append("last"))
+    h = first
+    for _ in range(5):
+        h = (h * 1.5).tanh()
+    (h * last).sum().backward()
+    assert done == ["last", "first"]
+
+
+@pytest.mark.device
+def test_post_accumulate_hook_only_on_leaves_that_require_grad():
+    x = vector([1.0])
+    with pytest.raises(RuntimeError, match="only leaf tensors"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        vector([1.0], requires_grad=False).register_post_accumulate_grad_hook(lambda t: None)

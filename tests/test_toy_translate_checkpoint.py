@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from train.checkpoint import CheckpointError, load_model, load_run, new_train_state, save_run
+from train.checkpoint import load_model, load_run, new_train_state, save_run
+from train.checkpoint_checks import CheckpointError
 from train.config import Config
 from train.data import make_vocabularies
 

@@ -8,7 +8,7 @@ import pytest
 from helpers import OP_SETTINGS, arrays, check_grad, dims_of, layouts, make_tensor, shapes
 from hypothesis import given
 from hypothesis import strategies as st
-from op_cases import check_error_case, leaf
+from op_cases import error_test, leaf
 
 import minigrad as mg
 
@@ -45,6 +45,4 @@ ERRORS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ERRORS))
-def test_error_names_the_op_and_the_problem(name):
-    check_error_case(*ERRORS[name])
+test_error_names_the_op_and_the_problem = error_test(ERRORS)

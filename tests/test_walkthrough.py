@@ -24,22 +24,20 @@ import io
 import re
 import textwrap
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from markdown_pages import Block, parse_blocks, without_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "walkthrough.md"
 DOC_NAME = "docs/walkthrough.md"
 
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
 CITATION = re.compile(r"^([\w./-]+\.py):([A-Za-z_]\w*(?:\.\w+)*)$")
 REPOSITORY_PATH = re.compile(r"^[\w.-]+/[\w./-]*$")
 # a private helper, a class member or a class name: things a reader looks up in the code
 SHORT_MENTION = re.compile(r"^(?:_\w+|[A-Z]\w*\.\w+|[A-Z][a-z]\w*)$")
-LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
 # Reading speeds for the time budget: prose read with the code open beside it, and the
 # doc's code blocks read (not typed).
@@ -48,36 +46,9 @@ CODE_LINES_PER_MINUTE = 20
 READING_MINUTES = 45
 
 
-@dataclass
-class Block:
-    info: str  # the fence's info string: "python", "text" or "python <citation>"
-    body: str
-    line: int  # the line of the opening fence in the doc
-    start: int
-    end: int
-
-
-def parse_blocks(text: str) -> list[Block]:
-    return [
-        Block(m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1,
-              m.start(), m.end())
-        for m in FENCE.finditer(text)
-    ]
-
-
-def prose_of(text: str, blocks: list[Block]) -> str:
-    """The doc without its fenced blocks."""
-    pieces, position = [], 0
-    for block in blocks:
-        pieces.append(text[position:block.start])
-        position = block.end
-    pieces.append(text[position:])
-    return "".join(pieces)
-
-
 TEXT = DOC.read_text()
 BLOCKS = parse_blocks(TEXT)
-PROSE = prose_of(TEXT, BLOCKS)
+PROSE = without_blocks(TEXT)
 SPANS = CODE_SPAN.findall(PROSE)
 CITATIONS = sorted({span for span in SPANS if CITATION.match(span)}
                    | {b.info.split(maxsplit=1)[1] for b in BLOCKS if " " in b.info})

@@ -3,7 +3,8 @@ same arrays; the outputs must agree in shape, dtype and value, and the gradients
 float input under a random upstream gradient (a plain sum is blind to many wrong rules).
 
 `Lib` hands the call what differs between the libraries: the module (`L.lib.take`) and
-index or mask tensors (`L.index([0, 2])`).
+index or mask tensors (`L.index([0, 2])`). `assert_matches_torch` is the comparison, for
+tests that build their inputs and calls their own way.
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ EXACT = {"rtol": 0, "atol": 0}  # integers and bools
 
 
 class Lib:
+    """What a call needs of its library: the module itself (`L.lib`) and index or mask
+    tensors (`L.index([0, 2])`)."""
+
     def __init__(self, lib):
         self.lib = lib
 
@@ -39,17 +43,34 @@ def check_against_torch(call, *arrays, layout: str = "contiguous", seed: int = 0
     agree: outputs (a tensor or a tuple of them) and the float inputs' gradients."""
     ours = [make_tensor(a, requires_grad=_is_float(a), layout=layout) for a in arrays]
     theirs = [torch.tensor(np.asarray(a), requires_grad=_is_float(a)) for a in arrays]
-    our_outputs, their_outputs = _as_list(call(MG, *ours)), _as_list(call(TORCH, *theirs))
+    assert_matches_torch(ours, theirs, call(MG, *ours), call(TORCH, *theirs), seed)
+
+
+def assert_matches_torch(ours: list, theirs: list, our_result, their_result,
+                         seed: int = 0) -> None:
+    """Inputs `ours` and `theirs` gave `our_result` and `their_result` (a tensor, a bool,
+    or a nested tuple of them): every output agrees in shape, dtype and value, and the
+    backward of sum(output * upstream) over the outputs that require grad, with upstream
+    drawn from N(0, 1) (a plain sum is blind to many wrong rules) and 0 where torch's
+    output is not finite, gives every input the same gradient."""
+    our_outputs, their_outputs = _as_list(our_result), _as_list(their_result)
     assert len(our_outputs) == len(their_outputs)
     rng = np.random.default_rng(seed)
     our_loss = their_loss = 0
     for o, t in zip(our_outputs, their_outputs):
+        if isinstance(t, bool):
+            assert o is t
+            continue
         assert tuple(o.shape) == tuple(t.shape), (o.shape, t.shape)
         assert o.dtype.name == str(t.dtype).removeprefix("torch."), (o.dtype, t.dtype)
-        np.testing.assert_allclose(o.numpy(), t.detach().numpy(),
-                                   **TOLERANCES.get(o.dtype.name, EXACT))
+        expected = t.detach().numpy()
+        np.testing.assert_allclose(o.numpy(), expected, **TOLERANCES.get(o.dtype.name, EXACT))
         if o.requires_grad and t.requires_grad:
-            upstream = rng.standard_normal(tuple(t.shape))
+            finite = np.isfinite(expected)
+            upstream = np.where(finite, rng.standard_normal(expected.shape), 0.0)
+            if not finite.all():  # an upstream of 0 times inf would be NaN
+                o = o.masked_fill(make_tensor(~finite), 0.0)
+                t = t.masked_fill(torch.as_tensor(~finite), 0.0)
             our_loss = our_loss + (o * make_tensor(upstream)).sum()
             their_loss = their_loss + (t * torch.as_tensor(upstream)).sum()
     if isinstance(our_loss, int):
@@ -79,7 +100,7 @@ def _is_float(array) -> bool:
 
 
 def _as_list(value) -> list:
-    """The tensors of a result: a tensor, or a (nested) tuple of them."""
+    """The tensors of a result: a tensor, or a (nested) tuple or list of them."""
     if isinstance(value, (tuple, list)):
         return [t for part in value for t in _as_list(part)]
     return [value]

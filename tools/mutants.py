@@ -143,10 +143,10 @@ class _Slot:
     def tree(self) -> Path:
         return self.folder / "tree"
 
-    def environment(self, extra: Sequence[tuple[str, str]], numba_cache: Path,
-                    examples: Path) -> dict:
+    def environment(self, numba_cache: Path, examples: Path) -> dict:
+        """The environment of a test run in the copy: imports from the copy first, the
+        caches, and `examples` as Hypothesis's example database."""
         env = dict(os.environ)
-        env.update(extra)
         inherited = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         env["PYTHONPATH"] = os.pathsep.join([str(self.tree), str(PLUGINS)] + inherited)
         # bytecode (pytest's rewritten tests too) is written, outside the copy, and reused
@@ -159,9 +159,9 @@ class _Slot:
 
 def run_mutant(root: Path, mutant: Mutant, slot: _Slot, seeds: Sequence[int],
                timeout: float) -> Outcome:
-    """Copy, plant, and run the mutant's tests once per seed (stopping at the first seed
-    whose run passes). The files are listed anew for each copy: the tree may change
-    while the mutants run."""
+    """Copy, plant, and run the mutant's tests once per seed, stopping at the first seed
+    whose run passes (or after a failure that no drawn example led to). The files are
+    listed anew for each copy: the tree may change while the mutants run."""
     start = time.monotonic()
     copy_tree(root, tree_files(root), slot.tree)
     try:
@@ -199,7 +199,7 @@ def _run_tests(mutant: Mutant, slot: _Slot, seed: int, numba_cache: Path,
     try:
         result = subprocess.run(
             pytest_command(mutant.tests, seed), cwd=slot.tree,
-            env=slot.environment(mutant.env, numba_cache, examples),
+            env=slot.environment(numba_cache, examples),
             capture_output=True, text=True, timeout=timeout,
         )
     except subprocess.TimeoutExpired:
@@ -250,7 +250,7 @@ def run_baseline(root: Path, mutants: Sequence[Mutant], seeds: Sequence[int]) ->
         for seed in seeds:
             examples = Path(tempfile.mkdtemp(prefix="examples-", dir=scratch))
             command = [c for c in pytest_command(tests, seed) if c != "-x"]  # run them all
-            environment = slot.environment((), slot.folder / "numba", examples)
+            environment = slot.environment(slot.folder / "numba", examples)
             result = subprocess.run(command, cwd=slot.tree, env=environment)
             worst = max(worst, result.returncode)
         return worst
@@ -315,7 +315,11 @@ def main(argv: Sequence[str] | None = None, root: Path = ROOT,
             print(f"{m.name:40} {m.path}")
         return 0
     if args.baseline:
-        return run_baseline(root, chosen, args.seeds)
+        status = run_baseline(root, chosen, args.seeds)
+        verdict = "pass" if status == 0 else f"FAIL (pytest exit {status})"
+        print(f"baseline: the tests of {len(chosen)} mutants {verdict} on the unchanged tree "
+              f"under hypothesis seeds {' '.join(map(str, args.seeds))}")
+        return status
     start = time.monotonic()
 
     def progress(outcome: Outcome) -> None:

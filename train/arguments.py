@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from train import cli
-from train.cli import flag
-from train.config import DEFAULTS, FIELD_RULES, GPU_DEFAULTS, Config, Rule
+from train.cli import checked, flag
+from train.config import DEFAULTS, FIELD_RULES, GPU_DEFAULTS, POSITIVE_INT, Config
 from train.data import tokenize_french
 from train.interrupt import command_line, options_given
 from train.run_log import LOG_NAME
@@ -20,7 +20,6 @@ from train.run_log import LOG_NAME
 # Config fields settable from the command line: --steps, --batch-size, ...
 CONFIG_FIELDS = ("steps", "batch_size", "d_model", "layers", "heads", "ff", "dropout",
                  "lr_factor", "warmup", "seed", "train_size", "eval_every")
-_POSITIVE_INT = Rule(int, 1)
 
 
 PROGRAM = "toy_translate"
@@ -52,10 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     cli.add_device_flag(parser)
     for field in CONFIG_FIELDS:
         cpu, gpu = getattr(DEFAULTS, field), getattr(GPU_DEFAULTS, field)
-        parser.add_argument(flag(field), type=_checked(FIELD_RULES[field]), default=None,
+        parser.add_argument(flag(field), type=checked(FIELD_RULES[field]), default=None,
                             help=f"{FIELD_RULES[field]}; default {cpu} (CPU), {gpu} (GPU)")
-    parser.add_argument("--beam-size", type=_checked(_POSITIVE_INT), default=4)
-    parser.add_argument("--top-beams", type=_checked(_POSITIVE_INT), default=3,
+    parser.add_argument("--beam-size", type=checked(POSITIVE_INT), default=4)
+    parser.add_argument("--top-beams", type=checked(POSITIVE_INT), default=3,
                         help="how many of the beams to print; at most --beam-size")
     parser.add_argument("--out-dir", default="runs",
                         help="where the log, loss curve and default checkpoint go")
@@ -96,17 +95,6 @@ def resume_command(args: argparse.Namespace, steps: int, world_size: int | None)
     return command_line(launcher, "train.toy_translate", {
         "--distributed": bool(world_size), "--resume": args.save, "--steps": steps,
         **repeated})
-
-
-def _checked(rule: Rule):
-    """An argparse type: the flag's value parsed and checked against `rule`."""
-    def parse(text: str):
-        try:
-            return rule.parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.__name__ = rule.kind.__name__
-    return parse
 
 
 def _french_text(text: str) -> str:

@@ -39,7 +39,7 @@ from train.char_lm_arguments import (
     resume_command,
     usage_error,
 )
-from train.char_lm_checkpoint import CheckpointError, load_run, save_run
+from train.char_lm_checkpoint import load_run, save_run
 from train.char_lm_config import DEFAULT_EPOCHS, RunConfig
 from train.char_lm_data import (
     Corpus,
@@ -60,8 +60,9 @@ from train.char_lm_loop import (
 )
 from train.char_lm_model import sample_ids
 from train.char_lm_plot import plot_perplexity
-from train.cli import check_file, check_folder
-from train.interrupt import Interrupted, StopSignals, exit_status, signal_name
+from train.checkpoint_checks import CheckpointError
+from train.cli import check_file, check_folder, missing_requirement
+from train.interrupt import StopSignals, exit_status, run_stoppable, signal_name
 from train.run_log import RunLog
 
 MAX_SAMPLE_LINE = 300  # characters: a sampled line that runs on is cut here
@@ -72,31 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     resumed, 2 for a bad flag or a missing requirement, 128 + the signal's number when
     SIGINT (130) or SIGTERM (143) stopped it."""
     args = parse_args(argv)
-    problem = _missing_requirement(args)
+    problem = missing_requirement(args)
     if problem:
         print(f"char_lm: {problem}", file=sys.stderr)
         return 2
-    with StopSignals() as stop:
-        try:
-            return train_command(args, stop)
-        except Interrupted as exc:
-            print(f"char_lm: stopped at once by {signal_name(exc.signal_number)}; the last "
-                  "checkpoint is as it was", file=sys.stderr)
-            return exit_status(exc.signal_number)
-
-
-def _missing_requirement(args: argparse.Namespace) -> str:
-    """Why this run cannot start, in one line ("" when it can)."""
-    if args.compare_torch:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            return "--compare-torch needs PyTorch: pip install torch"
-    if args.device == "gpu" and not mg.cuda.is_available():
-        return f"--device cuda needs a CUDA GPU: {mg.cuda.unavailable_reason()}"
-    if args.resume and not os.path.exists(args.resume):
-        return f"no checkpoint at {args.resume}"
-    return ""
+    return run_stoppable(PROGRAM, train_command, args, "the last checkpoint")
 
 
 def train_command(args: argparse.Namespace, stop: StopSignals) -> int:

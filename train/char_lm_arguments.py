@@ -10,9 +10,9 @@ from typing import NoReturn
 from train import cli
 from train.char_lm_config import DEFAULT_EPOCHS, DEFAULTS, FIELD_RULES, RunConfig
 from train.char_lm_model import MODEL_KINDS
-from train.cli import flag
-from train.config import Rule
-from train.interrupt import command_line
+from train.cli import checked, flag
+from train.config import POSITIVE, POSITIVE_INT, Rule
+from train.interrupt import command_line, options_given
 
 PROGRAM = "char_lm"
 # RunConfig fields settable by a flag of the same name (--seq-len, --batch-size, ...)
@@ -21,7 +21,6 @@ CONFIG_FIELDS = ("embedding", "hidden", "layers", "heads", "feedforward", "dropo
 # fields the other kind of model does not have
 ONLY_FOR = {"hidden": ("lstm", "gru"), "heads": ("transformer",),
             "feedforward": ("transformer",)}
-_POSITIVE_INT = Rule(int, 1)
 
 
 def usage_error(message: str) -> NoReturn:
@@ -48,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
                     "perplexity and sample text from it.")
     parser.add_argument("--model", choices=MODEL_KINDS,
                         help="the network (default lstm)")
-    parser.add_argument("--epochs", type=_checked(_POSITIVE_INT),
+    parser.add_argument("--epochs", type=checked(POSITIVE_INT),
                         help="epochs in all, counting a resumed run's (default: "
                              + ", ".join(f"{k} {n}" for k, n in DEFAULT_EPOCHS.items()) + ")")
     for field in CONFIG_FIELDS:
@@ -57,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                                 help="use the embedding as the output layer (needs --hidden "
                                      "equal to --embedding for lstm and gru)")
         else:
-            parser.add_argument(flag(field), type=_checked(FIELD_RULES[field]),
+            parser.add_argument(flag(field), type=checked(FIELD_RULES[field]),
                                 help=f"{FIELD_RULES[field]}; default {_default_text(field)}")
     cli.add_device_flag(parser)
     parser.add_argument("--out-dir", default="runs",
@@ -67,17 +66,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", metavar="PATH",
                         help="continue this checkpoint's run up to --epochs epochs (the "
                              "hyperparameters come from the checkpoint)")
-    parser.add_argument("--compare-torch", action="store_true",
-                        help="train the same model (same initial weights, same batches) in "
-                             "PyTorch beside it and print both per epoch")
-    parser.add_argument("--torch-threads", type=_checked(_POSITIVE_INT), default=1,
-                        help="PyTorch's intra-op threads for --compare-torch (default 1, as "
-                             "minigrad's OpenBLAS here)")
-    parser.add_argument("--sample", type=_checked(Rule(int, 0)), default=3, metavar="N",
+    cli.add_compare_torch_flags(parser, "train the same model (same initial weights, same "
+                                        "batches) in PyTorch beside it and print both per "
+                                        "epoch")
+    parser.add_argument("--sample", type=checked(Rule(int, 0)), default=3, metavar="N",
                         help="lines of text to sample after training (default 3)")
-    parser.add_argument("--temperature", type=_checked(Rule(float, 0.0, low_open=True)),
+    parser.add_argument("--temperature", type=checked(POSITIVE),
                         default=0.8, help="the sampling temperature (default 0.8)")
-    parser.add_argument("--sample-seed", type=_checked(Rule(int, 0, 2**32 - 1)), default=0)
+    parser.add_argument("--sample-seed", type=checked(Rule(int, 0, 2**32 - 1)), default=0)
     parser.add_argument("--prompt", default="The ",
                         help="the text the samples continue (default 'The ')")
     return parser
@@ -91,17 +87,6 @@ def _default_text(field: str) -> str:
     if len(set(defaults.values())) == 1:
         return str(next(iter(defaults.values())))
     return ", ".join(f"{kind} {value}" for kind, value in defaults.items())
-
-
-def _checked(rule: Rule):
-    """An argparse type: the flag's value parsed and checked against `rule`."""
-    def parse(text: str):
-        try:
-            return rule.parse(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.__name__ = rule.kind.__name__
-    return parse
 
 
 def given_fields(args: argparse.Namespace) -> list[str]:
@@ -145,11 +130,9 @@ def default_save(out_dir: str, model: str) -> str:
 def resume_command(args: argparse.Namespace, model: str, epochs: int) -> str:
     """The command that continues this run from its checkpoint, args.save, to `epochs`
     epochs, with the flags given that are not hyperparameters (the checkpoint has those)."""
-    defaults = _parser().parse_args([])
-    options = {"--resume": args.save, "--epochs": epochs}
-    for name in ("device", "out_dir", "sample", "temperature", "sample_seed", "prompt"):
-        if getattr(args, name) != getattr(defaults, name):
-            options[flag(name)] = getattr(args, name)
+    repeated = options_given(args, _parser(), ("device", "out_dir", "sample", "temperature",
+                                                "sample_seed", "prompt"))
     if args.save != default_save(args.out_dir, model):
-        options["--save"] = args.save
-    return command_line([], "train.char_lm", options)
+        repeated["--save"] = args.save
+    return command_line([], "train.char_lm",
+                        {"--resume": args.save, "--epochs": epochs, **repeated})

@@ -2,23 +2,22 @@
 by field when it is built (from the command line or from a checkpoint's header, so that
 every RunConfig that exists is one a run can use), with measured defaults per model."""
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from train.char_lm_model import MODEL_KINDS, ModelConfig
-from train.config import Rule
+from train.config import POSITIVE, POSITIVE_INT, PROBABILITY, Rule, dataclass_from_dict
 
-_POSITIVE_INT = Rule(int, 1)
 FIELD_RULES: dict[str, Rule] = {
-    "embedding": _POSITIVE_INT,
-    "hidden": _POSITIVE_INT,
-    "layers": _POSITIVE_INT,
-    "heads": _POSITIVE_INT,
-    "feedforward": _POSITIVE_INT,
-    "dropout": Rule(float, 0.0, 1.0, high_open=True),
-    "seq_len": _POSITIVE_INT,
-    "batch_size": _POSITIVE_INT,
-    "lr": Rule(float, 0.0, low_open=True),
-    "clip": Rule(float, 0.0, low_open=True),
+    "embedding": POSITIVE_INT,
+    "hidden": POSITIVE_INT,
+    "layers": POSITIVE_INT,
+    "heads": POSITIVE_INT,
+    "feedforward": POSITIVE_INT,
+    "dropout": PROBABILITY,
+    "seq_len": POSITIVE_INT,
+    "batch_size": POSITIVE_INT,
+    "lr": POSITIVE,
+    "clip": POSITIVE,
     "seed": Rule(int, 0, 2**32 - 1),
     "train_size": Rule(int, 2),
 }
@@ -71,11 +70,7 @@ class RunConfig:
     def from_dict(cls, values: dict) -> "RunConfig":
         """The config a checkpoint holds; ValueError if a field is missing, unknown or
         breaks its rule."""
-        names = {field.name for field in fields(cls)}
-        if not isinstance(values, dict) or set(values) != names:
-            found = sorted(values) if isinstance(values, dict) else type(values).__name__
-            raise ValueError(f"expected the fields {sorted(names)}, found {found}")
-        return cls(**values)
+        return dataclass_from_dict(cls, values)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -8,17 +8,23 @@ tensors actually in the file, all before the model is built, so a header that cl
 10^7 layers is refused instead of allocated. Any problem raises CheckpointError, a
 ValueError whose message names the file."""
 
-import contextlib
 import math
-import os
 import re
-from collections.abc import Iterator
 
 import numpy as np
 
 import minigrad as mg
 from minigrad import optim
 from models import Transformer
+from train.checkpoint_checks import (
+    checked_config,
+    checked_step,
+    checked_values,
+    load_entries,
+    load_model_state,
+    naming,
+    save_entries,
+)
 from train.config import Config
 from train.loop import TrainState
 from train.vocab import PAD_ID, Vocab
@@ -29,10 +35,6 @@ _RUN_KEYS = {"model", "optimizer", "scheduler", "rng", "step", "losses", "val_lo
              "config", "src_vocab", "tgt_vocab"}
 _AMP_KEY = "scaler"  # the GradScaler's state, in the checkpoint of an --amp run only
 _LAYER = re.compile(r"(encoder|decoder)\.layers\.(\d+)\.")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used; the message starts with its path."""
 
 
 def build_model(config: Config, src_vocab: Vocab, tgt_vocab: Vocab, device: str) -> Transformer:
@@ -61,10 +63,7 @@ def new_train_state(config: Config, src_vocab: Vocab, tgt_vocab: Vocab,
 def save_run(path: str, state: TrainState, config: Config, src_vocab: Vocab,
              tgt_vocab: Vocab) -> None:
     """Write everything a resumed run needs, including the dropout RNG state."""
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    mg.save({
+    save_entries(path, {
         "model": state.model.state_dict(),
         "optimizer": state.optimizer.state_dict(),
         "scheduler": state.scheduler.state_dict(),
@@ -76,21 +75,21 @@ def save_run(path: str, state: TrainState, config: Config, src_vocab: Vocab,
         "src_vocab": src_vocab.to_dict(),
         "tgt_vocab": tgt_vocab.to_dict(),
         **({_AMP_KEY: state.scaler.state_dict()} if state.scaler.is_enabled() else {}),
-    }, path)
+    })
 
 
 def load_run(path: str, device: str) -> tuple[TrainState, Config, Vocab, Vocab]:
     """Restore what `save_run` wrote; the global RNG continues where the saved run was."""
-    with _naming(path):
+    with naming(path):
         saved = _load_checked(path)
         config, src_vocab, tgt_vocab = _run_header(saved)
-        step = _checked_step(saved["step"])
-        losses = _checked_losses(saved["losses"], step)
+        step = checked_step(saved["step"])
+        losses = checked_values("losses", saved["losses"], step, "one per step")
         val_losses = _checked_val_losses(saved["val_losses"], step)
         _check_scheduler_matches(saved["scheduler"], config, step)
         mg.set_rng_state(saved["rng"])  # checks it now; set again once the model is built
         state = new_train_state(config, src_vocab, tgt_vocab, device, amp=_AMP_KEY in saved)
-        _load_model_state(state.model, saved["model"])
+        load_model_state(state.model, saved["model"])
         state.optimizer.load_state_dict(saved["optimizer"])
         state.scheduler.load_state_dict(saved["scheduler"])
         if _AMP_KEY in saved:
@@ -102,43 +101,21 @@ def load_run(path: str, device: str) -> tuple[TrainState, Config, Vocab, Vocab]:
 
 def load_model(path: str, device: str) -> tuple[Transformer, Vocab, Vocab]:
     """Only the trained model of a checkpoint and its vocabularies, for translating."""
-    with _naming(path):
+    with naming(path):
         saved = _load_checked(path)
         config, src_vocab, tgt_vocab = _run_header(saved)
         model = build_model(config, src_vocab, tgt_vocab, device)
-        _load_model_state(model, saved["model"])
+        load_model_state(model, saved["model"])
     return model, src_vocab, tgt_vocab
 
 
-@contextlib.contextmanager
-def _naming(path: str) -> Iterator[None]:
-    """Turn the ValueErrors of reading a run into CheckpointErrors that name the file."""
-    try:
-        yield
-    except CheckpointError:
-        raise
-    except ValueError as exc:
-        message = str(exc) if str(exc).startswith(path) else f"{path}: {exc}"
-        raise CheckpointError(message) from exc
-
-
 def _load_checked(path: str) -> dict:
-    """mg.load (host copies: the model moves them to its device), then the run's keys."""
-    saved = mg.load(path, map_location="cpu")
-    if not isinstance(saved, dict) or set(saved) - {_AMP_KEY} != _RUN_KEYS:
-        found = sorted(map(str, saved)) if isinstance(saved, dict) else type(saved).__name__
-        raise ValueError(f"not a toy_translate checkpoint: expected the entries "
-                         f"{sorted(_RUN_KEYS)} (and {_AMP_KEY!r} for an --amp run), found "
-                         f"{str(found)[:200]}")
-    return saved
+    return load_entries(path, "toy_translate", _RUN_KEYS, {_AMP_KEY: "for an --amp run"})
 
 
 def _run_header(saved: dict) -> tuple[Config, Vocab, Vocab]:
     """The config and vocabularies, checked, and checked against the model's tensors."""
-    try:
-        config = Config.from_dict(saved["config"])
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"config: {exc}") from None
+    config = checked_config(Config, saved["config"])
     vocabs = []
     for name in ("src_vocab", "tgt_vocab"):
         try:
@@ -178,34 +155,11 @@ def _check_sizes(config: Config, model_state, src_vocab: Vocab, tgt_vocab: Vocab
                              f"{len(layers)} {stack} layers")
 
 
-def _load_model_state(model, model_state: dict) -> None:
-    try:
-        model.load_state_dict(model_state)
-    except RuntimeError as exc:  # names and shapes, one line per problem
-        raise ValueError("model: " + "; ".join(str(exc).split("\n\t")[1:])) from None
-
-
 def _load_scaler_state(scaler, scaler_state) -> None:
     if not isinstance(scaler_state, dict) or not scaler_state:
         raise ValueError(f"scaler must be GradScaler.state_dict()'s entries, got "
                          f"{str(scaler_state)[:60]}")
     scaler.load_state_dict(scaler_state)  # ValueError for a bad entry
-
-
-def _checked_step(step) -> int:
-    if type(step) is not int or step < 0:
-        raise ValueError(f"step must be an integer >= 0, got {step!r}")
-    return step
-
-
-def _checked_losses(losses, step: int) -> list[float]:
-    if not (isinstance(losses, np.ndarray) and losses.dtype == np.float64
-            and losses.shape == (step,) and np.isfinite(losses).all()):
-        found = (f"{losses.dtype} array of shape {losses.shape}" if isinstance(
-            losses, np.ndarray) else type(losses).__name__)
-        raise ValueError(f"losses must be {step} finite float64 values (one per step), got "
-                         f"{found}")
-    return losses.tolist()
 
 
 def _checked_val_losses(val_losses, step: int) -> dict[int, float]:

@@ -1,14 +1,18 @@
 """What the training commands' command lines share: every error is one argparse-style
-line on stderr with exit status 2 (argparse's own usage block is not printed), and a
-place a command will write to is checked before any work starts."""
+line on stderr with exit status 2 (argparse's own usage block is not printed), a flag's
+value is checked as it is parsed, and a place a command will write to, and what a run
+needs, are checked before any work starts."""
 
 import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import NoReturn
 
+import minigrad as mg
 from minigrad.serialization.atomic import writes_through
+from train.config import POSITIVE_INT, Rule
 
 
 def usage_error(program: str, message: str) -> NoReturn:
@@ -32,6 +36,40 @@ class OneLineParser(argparse.ArgumentParser):
 def flag(field: str) -> str:
     """The flag of a config field: batch_size -> --batch-size."""
     return "--" + field.replace("_", "-")
+
+
+def checked(rule: Rule) -> Callable[[str], int | float]:
+    """An argparse `type`: the flag's value parsed and checked against `rule`."""
+    def parse(text: str):
+        try:
+            return rule.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = rule.kind.__name__  # argparse's "invalid int value" names it
+    return parse
+
+
+def add_compare_torch_flags(parser: argparse.ArgumentParser, what_it_does: str) -> None:
+    """--compare-torch (its help is `what_it_does`) and --torch-threads."""
+    parser.add_argument("--compare-torch", action="store_true", help=what_it_does)
+    parser.add_argument("--torch-threads", type=checked(POSITIVE_INT), default=1,
+                        help="PyTorch's intra-op threads for --compare-torch (default 1, as "
+                             "minigrad's OpenBLAS here)")
+
+
+def missing_requirement(args: argparse.Namespace) -> str:
+    """Why a run with --compare-torch, --device and --resume cannot start, in one line (""
+    when it can)."""
+    if args.compare_torch:
+        try:
+            import torch  # noqa: F401  (deferred: only the comparison needs it)
+        except ImportError:
+            return "--compare-torch needs PyTorch: pip install torch"
+    if args.device == "gpu" and not mg.cuda.is_available():
+        return f"--device cuda needs a CUDA GPU: {mg.cuda.unavailable_reason()}"
+    if args.resume and not os.path.exists(args.resume):
+        return f"no checkpoint at {args.resume}"
+    return ""
 
 
 def check_file(program: str, option: str, path: str) -> None:

@@ -53,22 +53,34 @@ class Rule:
         return f"{noun} in {left}{self.low}, {self.high}{right}"
 
 
-_POSITIVE_INT = Rule(int, 1)
+POSITIVE_INT = Rule(int, 1)
+PROBABILITY = Rule(float, 0.0, 1.0, high_open=True)  # a dropout or smoothing rate
+POSITIVE = Rule(float, 0.0, low_open=True)  # a rate or a factor
 FIELD_RULES: dict[str, Rule] = {
-    "d_model": _POSITIVE_INT,
-    "heads": _POSITIVE_INT,
-    "layers": _POSITIVE_INT,
-    "ff": _POSITIVE_INT,
-    "dropout": Rule(float, 0.0, 1.0, high_open=True),
-    "batch_size": _POSITIVE_INT,
-    "steps": _POSITIVE_INT,
-    "warmup": _POSITIVE_INT,
-    "lr_factor": Rule(float, 0.0, low_open=True),
-    "label_smoothing": Rule(float, 0.0, 1.0, high_open=True),
+    "d_model": POSITIVE_INT,
+    "heads": POSITIVE_INT,
+    "layers": POSITIVE_INT,
+    "ff": POSITIVE_INT,
+    "dropout": PROBABILITY,
+    "batch_size": POSITIVE_INT,
+    "steps": POSITIVE_INT,
+    "warmup": POSITIVE_INT,
+    "lr_factor": POSITIVE,
+    "label_smoothing": PROBABILITY,
     "seed": Rule(int, 0, 2**64 - 1),
     "train_size": Rule(int, MIN_TRAIN_SIZE, MAX_TRAIN_SIZE),
-    "eval_every": _POSITIVE_INT,
+    "eval_every": POSITIVE_INT,
 }
+
+
+def dataclass_from_dict(cls, data):
+    """cls(**data) for a dict with exactly the fields of the dataclass cls, which checks
+    each value; ValueError naming the fields for anything else (a checkpoint's config)."""
+    names = {field.name for field in fields(cls)}
+    if not isinstance(data, dict) or set(data) != names:
+        found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise ValueError(f"a config must have exactly the fields {sorted(names)}, got {found}")
+    return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -121,12 +133,7 @@ class Config:
     @classmethod
     def from_dict(cls, data) -> "Config":
         """Rebuild a Config written by `to_dict`; ValueError for anything else."""
-        names = {field.name for field in fields(cls)}
-        if not isinstance(data, dict) or set(data) != names:
-            found = sorted(map(str, data)) if isinstance(data, dict) else type(data).__name__
-            raise ValueError(f"a config must have exactly the fields {sorted(names)}, "
-                             f"got {found}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data)
 
     def updated(self, **changes) -> "Config":
         """A copy with the given fields changed; None values are ignored."""

@@ -34,17 +34,20 @@ from minigrad import optim
 from minigrad.optim.lr_scheduler import CosineAnnealingLR
 from minigrad.utils.data import DataLoader, TensorDataset
 from train import cli
+from train.checkpoint_checks import save_entries
+from train.config import POSITIVE, POSITIVE_INT, Rule
 from train.interrupt import (
-    Interrupted,
     StopSignals,
     command_line,
     exit_status,
     options_given,
+    run_stoppable,
     signal_name,
 )
 
 IMAGE_SIZE = 8
 CLASSES = 10
+_FRACTION = Rule(float, 0.0, 1.0, low_open=True, high_open=True)
 
 
 @dataclass
@@ -93,13 +96,7 @@ def load_data(test_fraction: float, seed: int) -> Digits:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 1 or args.torch_threads < 1 or args.lr <= 0:
-        parser.error("--epochs, --batch-size and --torch-threads must be at least 1, --lr "
-                     "positive")
-    if not 0 < args.test_fraction < 1:
-        parser.error(f"--test-fraction must be between 0 and 1, got {args.test_fraction}")
+    args = _parser().parse_args(argv)
     args.save = args.save or _default_save(args.out_dir)
     cli.check_folder(PROGRAM, "--out-dir", args.out_dir)
     cli.check_file(PROGRAM, "--save", args.save)
@@ -118,13 +115,14 @@ def _parser() -> argparse.ArgumentParser:
         program=PROGRAM, prog="python -m train.digits",
         description="Train a small CNN on scikit-learn's 8x8 digits and report its accuracy "
                     "on held-out images.")
-    parser.add_argument("--epochs", type=int, default=30, help="epochs in all (default 30)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=3e-3,
+    parser.add_argument("--epochs", type=cli.checked(POSITIVE_INT), default=30,
+                        help="epochs in all (default 30)")
+    parser.add_argument("--batch-size", type=cli.checked(POSITIVE_INT), default=32)
+    parser.add_argument("--lr", type=cli.checked(POSITIVE), default=3e-3,
                         help="Adam's initial learning rate, annealed to 0 along a cosine")
-    parser.add_argument("--test-fraction", type=float, default=0.2,
+    parser.add_argument("--test-fraction", type=cli.checked(_FRACTION), default=0.2,
                         help="share of the images held out (default 0.2: 359 images)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=cli.checked(Rule(int, 0, 2**64 - 1)), default=0)
     cli.add_device_flag(parser)
     parser.add_argument("--out-dir", default="runs", help="where the checkpoint goes")
     parser.add_argument("--save", metavar="PATH",
@@ -134,12 +132,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile", action="store_true",
                         help="train with the model's forward compiled by mg.compile (the "
                              "same numbers, less Python per step)")
-    parser.add_argument("--compare-torch", action="store_true",
-                        help="then train the same model (same initial weights) in PyTorch "
-                             "and print both times and accuracies")
-    parser.add_argument("--torch-threads", type=int, default=1,
-                        help="PyTorch's intra-op threads for --compare-torch (default 1, as "
-                             "minigrad's OpenBLAS here)")
+    cli.add_compare_torch_flags(parser, "then train the same model (same initial weights) "
+                                        "in PyTorch and print both times and accuracies")
     return parser
 
 
@@ -162,17 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress, whose checkpoint is then saved; any other stops at once (checkpoints are
     written atomically, so the last one stays whole)."""
     args = parse_args(argv)
-    problem = _missing_requirement(args)
+    problem = _missing_scikit_learn() or cli.missing_requirement(args)
     if problem:
         print(f"digits: {problem}", file=sys.stderr)
         return 2
-    with StopSignals() as stop:
-        try:
-            return train_command(args, stop)
-        except Interrupted as exc:
-            print(f"digits: stopped at once by {signal_name(exc.signal_number)}; {args.save} "
-                  "is as it was", file=sys.stderr)
-            return exit_status(exc.signal_number)
+    return run_stoppable(PROGRAM, train_command, args, args.save)
 
 
 def train_command(args: argparse.Namespace, stop: StopSignals) -> int:
@@ -215,22 +203,12 @@ def train_command(args: argparse.Namespace, stop: StopSignals) -> int:
     return 0
 
 
-def _missing_requirement(args: argparse.Namespace) -> str:
-    """Why this run cannot start, in one line ("" when it can)."""
+def _missing_scikit_learn() -> str:
     try:
-        import sklearn  # noqa: F401
+        import sklearn  # noqa: F401  (deferred: only this command needs it)
     except ImportError:
         return ("the digits come with scikit-learn, which is not installed: "
                 "pip install 'minigrad[train]'")
-    if args.compare_torch:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            return "--compare-torch needs PyTorch: pip install torch"
-    if args.device == "gpu" and not mg.cuda.is_available():
-        return f"--device cuda needs a CUDA GPU: {mg.cuda.unavailable_reason()}"
-    if args.resume and not os.path.exists(args.resume):
-        return f"no checkpoint at {args.resume}"
     return ""
 
 
@@ -279,11 +257,8 @@ def accuracy(model, images: np.ndarray, labels: np.ndarray, device: str) -> floa
 
 
 def save_checkpoint(path: str, model, optimizer, scheduler, epochs_done: int) -> None:
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    mg.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "scheduler": scheduler.state_dict(), "epoch": epochs_done}, path)
+    save_entries(path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                        "scheduler": scheduler.state_dict(), "epoch": epochs_done})
 
 
 def load_checkpoint(path: str, model, optimizer, scheduler) -> int:

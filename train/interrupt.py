@@ -12,7 +12,8 @@ signal outside that window, raises `Interrupted` at once: the user does not want
 and checkpoints are written atomically (temporary file, then rename), so stopping in the
 middle of a save leaves the previous checkpoint whole.
 
-`command_line` and `options_given` write the command a stopped run prints to resume it.
+`run_stoppable` runs a command this way; `command_line` and `options_given` write the
+command a stopped run prints to resume it.
 """
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ import argparse
 import contextlib
 import shlex
 import signal
+import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -82,6 +84,20 @@ class StopSignals:
             self.requested = signal_number
             return
         raise Interrupted(signal_number)
+
+
+def run_stoppable(program: str, command: Callable[[argparse.Namespace, StopSignals], int],
+                  args: argparse.Namespace, kept: str) -> int:
+    """command(args, stop) under StopSignals; its exit status, or, when a signal stops it
+    at once, 128 + the signal's number after the line `program: stopped at once by SIGINT;
+    <kept> is as it was`."""
+    with StopSignals() as stop:
+        try:
+            return command(args, stop)
+        except Interrupted as exc:
+            print(f"{program}: stopped at once by {signal_name(exc.signal_number)}; {kept} "
+                  "is as it was", file=sys.stderr)
+            return exit_status(exc.signal_number)
 
 
 def options_given(args: argparse.Namespace, parser: argparse.ArgumentParser,

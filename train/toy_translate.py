@@ -39,13 +39,8 @@ from dataclasses import dataclass
 import minigrad as mg
 from train import distributed
 from train.arguments import check_outputs, check_resume_flags, parse_args, resume_command
-from train.checkpoint import (
-    CheckpointError,
-    load_model,
-    load_run,
-    new_train_state,
-    save_run,
-)
+from train.checkpoint import load_model, load_run, new_train_state, save_run
+from train.checkpoint_checks import CheckpointError
 from train.config import DEFAULTS, GPU_DEFAULTS, Config
 from train.data import SEED_PAIRS, ToyTranslationData, make_dataset, tokenize_french
 from train.evaluate import beam_translations, max_source_words, score_test_set

@@ -93,6 +93,17 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
     return normal_(tensor, 0.0, std)
 
 
+def layer_defaults_(weight: Tensor, bias: Tensor | None) -> None:
+    """The initialisation PyTorch gives Linear and the convolutions: the weight by
+    kaiming_uniform_ with a = sqrt(5), which is U(-b, b) with b = 1 / sqrt(fan_in), and
+    the bias from U(-b, b) with the weight's fan_in (zeros when fan_in is 0)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+        uniform_(bias, -bound, bound)
+
+
 def _fan(tensor: Tensor, mode: str) -> int:
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")

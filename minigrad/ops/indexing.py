@@ -160,7 +160,7 @@ def _index_part(part, x: TensorBase):
                 f"{tuple(part.shape)}"
             )
         return to_device(part.array, x.device)  # an index may live on the other device
-    if isinstance(part, list):
+    if isinstance(part, (list, np.ndarray)):  # a NumPy index moves to a GPU tensor's device
         return x.xp.asarray(part)
     return part
 

@@ -1,7 +1,7 @@
 """Adamax: Adam with the infinity norm of past gradients in place of their root mean square."""
 from __future__ import annotations
 
-from minigrad.optim.per_parameter import PerParameterOptimizer, check_betas, check_non_negative
+from minigrad.optim.per_parameter import PerParameterOptimizer, check_adam_arguments
 
 
 class Adamax(PerParameterOptimizer):
@@ -14,9 +14,7 @@ class Adamax(PerParameterOptimizer):
                  eps: float = 1e-8, weight_decay: float = 0.0, foreach: bool | None = None,
                  *, maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
-        check_non_negative("Adamax", lr=lr, eps=eps)
-        check_betas("Adamax", betas)
-        check_non_negative("Adamax", weight_decay=weight_decay)
+        check_adam_arguments("Adamax", lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable,

@@ -1,7 +1,12 @@
 """NAdam: Adam with Nesterov momentum and a momentum schedule (Dozat, 2016)."""
 from __future__ import annotations
 
-from minigrad.optim.per_parameter import PerParameterOptimizer, check_betas, check_non_negative
+from minigrad.optim.per_parameter import (
+    PerParameterOptimizer,
+    check_adam_arguments,
+    check_non_negative,
+    update_moments,
+)
 
 
 class NAdam(PerParameterOptimizer):
@@ -21,9 +26,8 @@ class NAdam(PerParameterOptimizer):
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        check_non_negative("NAdam", lr=lr, eps=eps)
-        check_betas("NAdam", betas)
-        check_non_negative("NAdam", weight_decay=weight_decay, momentum_decay=momentum_decay)
+        check_adam_arguments("NAdam", lr, eps, betas, weight_decay)
+        check_non_negative("NAdam", momentum_decay=momentum_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
@@ -45,9 +49,7 @@ class NAdam(PerParameterOptimizer):
         state["mu_product"] *= mu
         mu_product = state["mu_product"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg += (1 - beta1) * (g - exp_avg)
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * (g * g)
+        update_moments(exp_avg, exp_avg_sq, g, group["betas"])
         denom = xp.sqrt(exp_avg_sq / (1 - beta2 ** step))
         denom += group["eps"]
         p -= lr * (1.0 - mu) / (1.0 - mu_product) * (g / denom)

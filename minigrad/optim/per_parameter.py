@@ -1,6 +1,7 @@
 """What Adadelta, Adagrad, RMSprop, Adamax, NAdam and RAdam share: the walk over the
-parameters of a group (each update reads only its parameter, gradient and state), and
-PyTorch's checks of their arguments, with PyTorch's messages."""
+parameters of a group (each update reads only its parameter, gradient and state),
+PyTorch's checks of their arguments, with PyTorch's messages, and Adam's running
+averages, which NAdam and RAdam keep too."""
 from __future__ import annotations
 
 from minigrad.optim.optimizer import Optimizer
@@ -66,6 +67,25 @@ def check_non_negative(owner: str, **hyperparameters: float) -> None:
         if not 0.0 <= value:
             label = _LABELS.get(name, f"{name} value")
             raise ValueError(f"{owner}: Invalid {label}: {value}")
+
+
+def check_adam_arguments(owner: str, lr: float, eps: float, betas: tuple[float, float],
+                         weight_decay: float) -> None:
+    """The checks of an Adam variant's arguments, in PyTorch's order (lr, eps, betas,
+    weight_decay) and with its messages."""
+    check_non_negative(owner, lr=lr, eps=eps)
+    check_betas(owner, betas)
+    check_non_negative(owner, weight_decay=weight_decay)
+
+
+def update_moments(exp_avg, exp_avg_sq, g, betas: tuple[float, float]) -> None:
+    """Adam's running averages of the gradient and of its square, in place:
+        exp_avg = exp_avg + (1 - beta1) * (g - exp_avg)
+        exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * g^2"""
+    beta1, beta2 = betas
+    exp_avg += (1 - beta1) * (g - exp_avg)
+    exp_avg_sq *= beta2
+    exp_avg_sq += (1 - beta2) * (g * g)
 
 
 def check_betas(owner: str, betas: tuple[float, float]) -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import math
 
-from minigrad.optim.per_parameter import PerParameterOptimizer, check_betas, check_non_negative
+from minigrad.optim.per_parameter import (
+    PerParameterOptimizer,
+    check_adam_arguments,
+    update_moments,
+)
 
 
 class RAdam(PerParameterOptimizer):
@@ -22,9 +26,7 @@ class RAdam(PerParameterOptimizer):
                  decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        check_non_negative("RAdam", lr=lr, eps=eps)
-        check_betas("RAdam", betas)
-        check_non_negative("RAdam", weight_decay=weight_decay)
+        check_adam_arguments("RAdam", lr, eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, maximize=maximize,
                                       foreach=foreach, capturable=capturable,
@@ -37,9 +39,7 @@ class RAdam(PerParameterOptimizer):
     def _update_parameter(self, p, g, state: dict, group: dict, xp) -> None:
         (beta1, beta2), lr, step = group["betas"], group["lr"], state["step"]
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg += (1 - beta1) * (g - exp_avg)
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * (g * g)
+        update_moments(exp_avg, exp_avg_sq, g, group["betas"])
         bias_correction2 = 1 - beta2 ** step
         corrected_exp_avg = exp_avg / (1 - beta1 ** step)
         rho_inf = 2 / (1 - beta2) - 1

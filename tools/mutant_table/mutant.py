@@ -9,11 +9,10 @@ from dataclasses import dataclass
 class Mutant:
     """`original` must occur exactly once in `path` (relative to the repository root); the
     mutant replaces it with `replacement`. `tests` are pytest node ids (or files), listed
-    fastest-failing first; `env` holds extra environment variables for the test run."""
+    fastest-failing first."""
 
     name: str
     path: str
     original: str
     replacement: str
     tests: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()

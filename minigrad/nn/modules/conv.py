@@ -1,8 +1,6 @@
 """Conv1d and Conv2d: PyTorch's modules, arguments, parameter names and initialisation."""
 from __future__ import annotations
 
-import math
-
 from minigrad import creation
 from minigrad.nn import init
 from minigrad.nn.functional.conv import conv1d, conv2d, conv_padding
@@ -58,11 +56,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.in_channels // self.groups * math.prod(self.kernel_size)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init.layer_defaults_(self.weight, self.bias)
 
     def _convolve(self, input: Tensor, padding) -> Tensor:  # noqa: A002
         raise NotImplementedError

@@ -2,8 +2,6 @@
 (PyTorch keeps both here)."""
 from __future__ import annotations
 
-import math
-
 from minigrad import creation
 from minigrad.nn import init
 from minigrad.nn.functional.linear import linear
@@ -41,10 +39,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init.layer_defaults_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return linear(input, self.weight, self.bias)

@@ -21,9 +21,9 @@ import numpy as np
 
 from minigrad.testing.fake_cupy import _memory
 from minigrad.testing.fake_cupy._indexing import device_index
+from minigrad.testing.fake_cupy._operators import _PYTHON_SCALARS, ArrayOperators
 
 _SUPPORTED_KINDS = frozenset("biufc")
-_PYTHON_SCALARS = (bool, int, float, complex)
 IMPLICIT_CONVERSION = ("Implicit conversion to a NumPy array is not allowed. Please use "
                        "`.get()` to construct a NumPy array explicitly.")
 
@@ -136,8 +136,9 @@ class MemoryPointer:
         self.device_id = 0
 
 
-class ndarray:  # noqa: N801  (cupy.ndarray)
-    """A CuPy array standing in for device memory (see the module docstring)."""
+class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
+    """A CuPy array standing in for device memory (see the module docstring); its
+    operators and NumPy-named methods are ArrayOperators' (_operators.py)."""
 
     __slots__ = ("_host", "_allocation", "_base", "__weakref__")
     __array_priority__ = 100  # CuPy's
@@ -322,6 +323,20 @@ class ndarray:  # noqa: N801  (cupy.ndarray)
 
         return _dlpack.export(self, stream, max_version, dl_device, copy)
 
+    def _wrap(self, value):
+        return wrap(value)
+
+    def _operand(self, value, op: str):
+        return elementwise_operand(value, op)
+
+    def _run_host_method(self, name: str, args: tuple, kwargs: dict):
+        """numpy.ndarray.<name> on the device memory, CuPy's keywords only."""
+        refuse_numpy_only_keywords(name, kwargs)
+        result = getattr(self._host, name)(*to_host(args, name),
+                                           **{key: to_host(v, name) for key, v in kwargs.items()})
+        out = kwargs.get("out")
+        return out if type(out) is ndarray else wrap(result)
+
     def take(self, indices, axis=None, out=None):
         """Like CuPy's take, out-of-range indices wrap around."""
         indices = indices._host if type(indices) is ndarray else np.asarray(indices)
@@ -336,100 +351,3 @@ def _stable(kind) -> str:
     if kind is not None and kind != "stable":
         raise ValueError("kind can only be None or 'stable'")
     return "stable"
-
-
-# ----------------------------------------------------------------------------- operators
-
-_MISSING = object()
-
-
-def _defers_to(other) -> bool:
-    """CuPy's rule for `x + other` with a foreign `other`: hand over to other's reflected
-    operator when it opts out of ufuncs or outranks CuPy's __array_priority__ (as a
-    minigrad Tensor does)."""
-    if isinstance(other, (ndarray, np.ndarray, np.generic, *_PYTHON_SCALARS)):
-        return False
-    handler = getattr(type(other), "__array_ufunc__", _MISSING)
-    if handler is not _MISSING:
-        return handler is None
-    return getattr(other, "__array_priority__", 0) > ndarray.__array_priority__
-
-
-def _binary_operator(numpy_ufunc, reflected: bool):
-    name = numpy_ufunc.__name__
-
-    def operator(self, other):
-        if _defers_to(other):
-            return NotImplemented
-        other = elementwise_operand(other, name)
-        if reflected:
-            return wrap(numpy_ufunc(other, self._host))
-        return wrap(numpy_ufunc(self._host, other))
-
-    return operator
-
-
-def _inplace_operator(numpy_ufunc):
-    name = numpy_ufunc.__name__
-
-    def operator(self, other):
-        if _defers_to(other):
-            return NotImplemented
-        numpy_ufunc(self._host, elementwise_operand(other, name), out=self._host)
-        return self
-
-    return operator
-
-
-def _unary_operator(numpy_ufunc):
-    return lambda self: wrap(numpy_ufunc(self._host))
-
-
-_BINARY_OPERATORS = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "lshift": np.left_shift, "rshift": np.right_shift,
-}
-_COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-                "gt": np.greater, "ge": np.greater_equal}
-_UNARY_OPERATORS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
-                    "invert": np.invert}
-
-for _name, _ufunc in _BINARY_OPERATORS.items():
-    setattr(ndarray, f"__{_name}__", _binary_operator(_ufunc, reflected=False))
-    setattr(ndarray, f"__r{_name}__", _binary_operator(_ufunc, reflected=True))
-    setattr(ndarray, f"__i{_name}__", _inplace_operator(_ufunc))
-for _name, _ufunc in _COMPARISONS.items():
-    setattr(ndarray, f"__{_name}__", _binary_operator(_ufunc, reflected=False))
-for _name, _ufunc in _UNARY_OPERATORS.items():
-    setattr(ndarray, f"__{_name}__", _unary_operator(_ufunc))
-
-
-# ----------------------------------------------------------------------------- methods
-# NumPy's methods of the same name, run on the device memory
-
-_METHOD_NAMES = (
-    "all any argmax argmin argpartition conj copy cumprod cumsum diagonal dot "
-    "flatten max mean min nonzero partition prod ravel repeat reshape round squeeze "
-    "std sum swapaxes trace transpose var view"
-).split()
-
-
-def _host_method(name: str):
-    numpy_method = getattr(np.ndarray, name)
-
-    def method(self, *args, **kwargs):
-        refuse_numpy_only_keywords(name, kwargs)
-        result = numpy_method(self._host, *to_host(args, name),
-                              **{key: to_host(v, name) for key, v in kwargs.items()})
-        out = kwargs.get("out")
-        return out if type(out) is ndarray else wrap(result)
-
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"cupy.ndarray.{name} in the stand-in (numpy.ndarray.{name})."
-    return method
-
-
-for _name in _METHOD_NAMES:
-    setattr(ndarray, _name, _host_method(_name))
