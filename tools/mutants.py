@@ -14,7 +14,8 @@ textual replacement is made there, and the tests that should catch it run in tha
 pointing at the copy, once per seed N (and `-p no_shrinking`, tools/plugins/: a failing
 example is reported as found, not shrunk). A mutant is caught only if every seed's run fails
 (so a bug found by a lucky draw does not count); a failure that no Hypothesis example led
-to ("Falsifying example" absent) would recur at any seed, so the other seeds are skipped.
+to (no "Falsifying example", or "Failing test case" in newer Hypothesis) would recur at
+any seed, so the other seeds are skipped.
 It survives when one run passes, and is an error when pytest cannot run the tests (a test
 id that no longer exists); a run past --timeout counts as caught. The table printed at the
 end gives each mutant, its file, the first test that failed, the seeds run and the time
@@ -127,6 +128,11 @@ def pytest_command(tests: Sequence[str], seed: int) -> list[str]:
             "-p", "no_shrinking", f"--hypothesis-seed={seed}"]
 
 
+def _example_reported(output: str) -> bool:
+    """Whether Hypothesis reported a failing example (its wording changed in 6.16x)."""
+    return "Falsifying example" in output or "Failing test case" in output
+
+
 def first_failure(output: str) -> str | None:
     """The first test id pytest's summary lists as FAILED or ERROR, else None."""
     match = _FAILURE_LINE.search(output)
@@ -211,7 +217,7 @@ def _run_tests(mutant: Mutant, slot: _Slot, seed: int, numba_cache: Path,
         return _Run("survived", f"seed {seed} passed")
     failed = first_failure(output)
     if result.returncode in (1, 2) and failed is not None:
-        return _Run("caught", failed, drawn="Falsifying" in output)
+        return _Run("caught", failed, drawn=_example_reported(output))
     tail = " | ".join(output.strip().splitlines()[-3:])
     return _Run("error", f"pytest exit {result.returncode} (seed {seed}): {tail}")
 
