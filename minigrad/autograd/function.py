@@ -113,6 +113,8 @@ class Function(Node):
         every array forward stored on the node. Small values (dims, shapes, flags) and the
         edges stay, as in PyTorch, so a node that saved nothing can run again; one that
         dropped something may not (`_released`: the engine then refuses to walk it)."""
+        if not self._saved and not self.__dict__:
+            return  # forward kept nothing: the node can run again
         held = [name for name, value in vars(self).items() if _holds_array(value)]
         if self._saved or held:
             self._released = True

@@ -35,7 +35,7 @@ class SavedTensor:
             # forward saw only arrays: the one an input holds is recognised by identity
             if t.array is array:
                 self.tensor, self.array = t, None
-                self.version, self.role = t._version, f"input {index}"
+                self.version, self.role = t._version, index  # input `index`
                 break
         else:
             self.make_tensor = output._wrap  # Tensor's constructor for op outputs
@@ -61,8 +61,12 @@ class SavedTensor:
 def _modified_error(node, saved: SavedTensor) -> RuntimeError:
     array = saved.tensor.array if saved.tensor is not None else saved.array
     return RuntimeError(
-        f"{node.name}: its {saved.role} (shape {tuple(array.shape)}, {array.dtype}), "
+        f"{node.name}: its {_described(saved.role)} (shape {tuple(array.shape)}, {array.dtype}), "
         f"needed for gradient computation, was modified by an in-place operation: it is "
         f"at version {saved.version[0]}, expected version {saved.saved_version}. Make the "
         "in-place change after backward(), or use an out-of-place op."
     )
+
+
+def _described(role) -> str:
+    return f"input {role}" if isinstance(role, int) else role
