@@ -24,6 +24,7 @@ import contextlib
 import io
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
@@ -187,5 +188,8 @@ def abort(status: int) -> NoReturn:
 
     sys.stdout.flush()
     sys.stderr.flush()
+    # mpiexec forwards a rank's output through a pipe; Abort kills the job at once, and a
+    # line still in the pipe could be lost with it
+    time.sleep(0.25)
     MPI.COMM_WORLD.Abort(status)
     raise SystemExit(status)  # not reached: Abort ends this process too
