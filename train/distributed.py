@@ -24,7 +24,6 @@ import contextlib
 import io
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
@@ -33,6 +32,7 @@ import numpy as np
 
 import minigrad as mg
 import minigrad.distributed as dist
+from minigrad.distributed.job_abort import abort_job
 from minigrad.nn.parallel import DistributedDataParallel
 from train.loop import Batch, IdPair, batch_stream
 from train.vocab import PAD_ID
@@ -186,10 +186,5 @@ def abort(status: int) -> NoReturn:
     be waiting for it in a collective."""
     from mpi4py import MPI  # only a distributed run gets here, and it has mpi4py
 
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # mpiexec forwards a rank's output through a pipe; Abort kills the job at once, and a
-    # line still in the pipe could be lost with it
-    time.sleep(0.25)
-    MPI.COMM_WORLD.Abort(status)
+    abort_job(MPI.COMM_WORLD, status)
     raise SystemExit(status)  # not reached: Abort ends this process too

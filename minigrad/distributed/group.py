@@ -14,6 +14,7 @@ from datetime import timedelta
 import numpy as np
 
 from minigrad.backend import cupy_or_none
+from minigrad.distributed.job_abort import abort_job
 from minigrad.distributed.timeouts import (
     DistBackendError,
     as_timeout,
@@ -180,9 +181,8 @@ def _install_abort_on_uncaught_exception(comm) -> None:
         a collective for this one, and without an abort they would wait forever."""
         sys.stderr.write(f"[rank {rank}] uncaught exception, aborting all {size} ranks:\n")
         _previous_excepthook(exc_type, exc, traceback)
-        sys.stderr.flush()
         atexit.unregister(_leave_at_exit)  # MPI_Abort may run the exit handlers
-        comm.Abort(1)
+        abort_job(comm)
 
     sys.excepthook = abort_on_uncaught_exception
 
@@ -206,8 +206,7 @@ def _leave_at_exit() -> None:
 def _abort_at_exit(reason: str) -> None:
     sys.stderr.write(f"[rank {_default.rank}] {reason}; aborting all {_default.size} ranks "
                      "at exit\n")
-    sys.stderr.flush()
-    _default.mpi.comm.Abort(1)
+    abort_job(_default.mpi.comm)
 
 
 def _restore_excepthook() -> None:

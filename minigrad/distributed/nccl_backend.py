@@ -29,6 +29,7 @@ import numpy as np
 
 from minigrad.backend import require_cuda
 from minigrad.distributed.arrivals import ArrivalBoard
+from minigrad.distributed.job_abort import abort_job
 from minigrad.distributed.reduce_op import ReduceOp, reduction_plan
 
 WATCHDOG_SECONDS = 0.1
@@ -161,9 +162,8 @@ class NCCLBackend:
         """Print `message`, abort the NCCL communicator and every rank: the main thread
         may be blocked in CUDA waiting for the collective, so it cannot be told."""
         sys.stderr.write(f"[rank {self.rank}] {message}\n")
-        sys.stderr.flush()
         self.comm.abort()
-        self._mpi_comm.Abort(1)
+        abort_job(self._mpi_comm)
 
     def _on_side_stream(self):
         """Order the side stream after the current one, then make it current."""
