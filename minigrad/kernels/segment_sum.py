@@ -109,7 +109,7 @@ def _tree_sum_runs(rows, ids):
     while stride < longest:
         partner = position + stride
         takes = (rank % (2 * stride) == 0) & (partner < run_end)
-        # a row that takes nothing this round gets +0, picked by where: never inf * 0
+        # a row that takes nothing at this stride gets +0, picked by where: never inf * 0
         rows += xp.where(takes[:, None], rows[xp.minimum(partner, n - 1)], 0)
         stride *= 2
     return rows
