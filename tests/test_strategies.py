@@ -27,14 +27,17 @@ def _draws(runs: int, draw) -> list:
 
 
 def test_shapes_and_arrays_rarely_degenerate():
-    """Measured over 200 examples: about 7% hold one element (the 0-d shapes), about 1%
-    are all zero (0-d zeros), none of 2+ elements repeats a value."""
-    drawn = _draws(10, lambda data: data.draw(arrays(data.draw(shapes()))))
+    """Measured over 20 windows of 20 seeded runs (400 examples each), which differ with
+    the modules Hypothesis has seen imported: 2-5% hold one element (the 0-d shapes),
+    under 1% are all zero, none of 2+ elements repeats a value, the median size is 3 or
+    4 and the mean size 5.0-6.1. The bounds leave a margin over those ranges."""
+    drawn = _draws(20, lambda data: data.draw(arrays(data.draw(shapes()))))
     sizes = np.array([a.size for a in drawn])
-    assert np.mean(sizes <= 1) < 0.12
+    assert np.mean(sizes <= 1) < 0.10
     assert np.mean([not a.any() for a in drawn]) < 0.03
     assert all(len(np.unique(a)) == a.size for a in drawn)
-    assert np.median(sizes) >= 4
+    assert np.median(sizes) >= 3
+    assert np.mean(sizes) >= 4
 
 
 @pytest.mark.parametrize("layout", OPERAND_LAYOUTS)
