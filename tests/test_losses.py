@@ -236,10 +236,22 @@ def test_legacy_size_average_and_reduce_map_to_a_reduction():
      "huber_loss: delta must be > 0"),
     (lambda: nn.KLDivLoss(reduction="batch"), ValueError, "KLDivLoss: reduction must be"),
     (lambda: nn.BCELoss()(mg.tensor([2.0]), mg.tensor([1.0])), RuntimeError, "between 0"),
+    # a class id out of range, with and without ignored rows beside it
+    (lambda: F.cross_entropy(mg.zeros(3, 4), mg.tensor([0, 4, 1])), IndexError,
+     r"cross_entropy: target ids must be in \[0, 4\) or equal ignore_index=-100, got 4"),
+    (lambda: F.cross_entropy(mg.zeros(3, 4), mg.tensor([-100, -1, 3])), IndexError,
+     "got -1"),
+    (lambda: F.nll_loss(mg.zeros(3, 4), mg.tensor([2, -100, 7])), IndexError,
+     r"nll_loss: target ids must be in \[0, 4\) .* got 7"),
 ])
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_cross_entropy_takes_an_ignore_index_outside_the_classes():
+    loss = F.cross_entropy(mg.zeros(2, 4), mg.tensor([3, 5]), ignore_index=5)
+    assert np.isclose(loss.item(), np.log(4))
 
 
 # ----------------------------------------------------------------------------- modules

@@ -70,7 +70,9 @@ def cross_entropy(x, valid, target, target_weight, class_weight, label_smoothing
         return cross_entropy_twin(x, valid, target, target_weight, class_weight,
                                   label_smoothing)
     rows = as_kernel_array(x)
-    logp = aligned_empty(rows.shape, x.dtype)
+    # a plain np.empty, as in softmax.py: aligned_empty's buffer is a fresh mapping each
+    # call above 128 KB, whose page faults cost about 20 us at (512, 64) float32
+    logp = np.empty(rows.shape, x.dtype)
     losses = np.empty(rows.shape[0], x.dtype)
     arguments = _row_arguments(x, valid, target, target_weight, class_weight, label_smoothing)
     cpu.cross_entropy(rows, *arguments, losses, logp)

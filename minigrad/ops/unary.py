@@ -8,7 +8,7 @@ from minigrad import dtypes
 from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
-from minigrad.backend.special import erf as _erf_array
+from minigrad.kernels.erf import erf as _erf_array
 from minigrad.tensor_base import TensorBase
 
 

@@ -27,8 +27,14 @@ KERNEL_MUTANTS = [
            "return shifted - xp.log(total)",
            (KERNELS + "test_log_softmax_matches_reference",)),
     # ------------------------------------------------------------------ cross-entropy
-    Mutant("cross_entropy_kernel_without_the_row_max", "minigrad/kernels/cpu/cross_entropy.py",
-           "shift = row_max(x)", "shift = x.dtype.type(0)",
+    # the cross-entropy kernel runs log_softmax_rows, whose row max this removes
+    Mutant("cross_entropy_kernel_without_the_row_max", "minigrad/kernels/cpu/softmax.py",
+           "_row_shifts(x, scratch[0], start, stop)\n    for r in range(start, stop):\n"
+           "        shift = simd.splat(x, scratch[0, r - start])\n        sums = simd.zeros(x)\n"
+           "        for j in range(0, full, width):\n            sums = simd.add(",
+           "scratch[0, : stop - start] = 0\n    for r in range(start, stop):\n"
+           "        shift = simd.splat(x, scratch[0, r - start])\n        sums = simd.zeros(x)\n"
+           "        for j in range(0, full, width):\n            sums = simd.add(",
            (KERNELS + "test_cross_entropy_of_a_batch_of_logits_near_100",
             KERNELS + "test_cross_entropy_matches_reference")),
     Mutant("cross_entropy_backward_kernel_smooths_ignored_rows",
@@ -36,9 +42,20 @@ KERNEL_MUTANTS = [
            "smooth = spread if valid else logp.dtype.type(0)", "smooth = spread",
            (KERNELS + "test_cross_entropy_all_ignored_gives_zero_loss_and_gradient",
             KERNELS + "test_cross_entropy_backward_matches_reference")),
+    Mutant("cross_entropy_kernel_smoothing_without_the_class_weights",
+           "minigrad/kernels/cpu/cross_entropy.py",
+           "weighted_sum += class_weight[j] * logp[r, j]", "weighted_sum += logp[r, j]",
+           (KERNELS + "test_cross_entropy_matches_reference",)),
     Mutant("cross_entropy_twin_smoothing_not_mixed", "minigrad/kernels/cross_entropy.py",
            "losses = (1 - label_smoothing) * losses +", "losses = losses +",
            (KERNELS + "test_cross_entropy_matches_reference",)),
+    # ------------------------------------------------------------------ erf
+    Mutant("erf_kernel_loses_the_sign", "minigrad/kernels/cpu/erf.py",
+           "math.copysign(large, value)", "large",
+           ("tests/test_erf.py::test_erf_kernel_matches_its_twin_and_math_erf",)),
+    Mutant("erf_twin_polynomial_past_its_range", "minigrad/kernels/erf.py",
+           "xp.abs(wide) < SMALL_BOUND, small", "xp.abs(wide) < 2 * SMALL_BOUND, small",
+           ("tests/test_erf.py::test_erf_at_the_edges_matches_math_erf",)),
     # ------------------------------------------------------------------ layer norm
     Mutant("layer_norm_kernel_eps_outside_the_sqrt", "minigrad/kernels/cpu/layer_norm.py",
            "rstd = x.dtype.type(1) / np.sqrt(squares * inv_n + eps)",

@@ -30,19 +30,11 @@ _FASTMATH = {"reassoc", "contract"}
 _CHUNK = 2048
 
 
-@kernel(fastmath=_FASTMATH)
-def row_max(x):
-    # a fully masked row has max -inf; shift by 0 instead so exp gives zeros, not NaN
-    peak = x[0]
-    for value in x[1:]:
-        peak = max(peak, value)
-    return peak if peak > -np.inf else x.dtype.type(0)
-
-
 @kernel
 def _row_shifts(x, shifts, start, stop):
-    """shifts[r - start] = row_max(x[r]) for rows start..stop-1, in vectors (the last
-    partial vector of a row is filled with -inf)."""
+    """shifts[r - start] = max(x[r]) for rows start..stop-1, 0 for an all -inf row (so exp
+    gives zeros, not NaN), in vectors (the last partial vector of a row is filled with
+    -inf)."""
     n = x.shape[1]
     width = simd.lanes(x)
     full = n - n % width
@@ -87,7 +79,7 @@ def _softmax_rows(x, out, scratch, start, stop):
 
 
 @kernel
-def _log_softmax_rows(x, out, scratch, start, stop):
+def log_softmax_rows(x, out, scratch, start, stop):
     """out[r] = x[r] - max - log(sum(exp(x[r] - max))) for rows start..stop-1; an all -inf
     row gives -inf (exp = 0). scratch[0] holds each row's shift, scratch[1] its sum, then log."""
     n = x.shape[1]
@@ -160,7 +152,7 @@ def _log_softmax_backward_rows(z, g, out, start, stop):
 
 
 @kernel
-def _chunk_rows(n):
+def chunk_rows(n):
     """Rows per chunk: about _CHUNK values, at least one row."""
     return max(1, _CHUNK // n)
 
@@ -169,7 +161,7 @@ def _chunk_rows(n):
 def softmax(x, out):
     """out[r] = softmax(x[r]) for every row r."""
     rows = x.shape[0]
-    step = _chunk_rows(x.shape[1])
+    step = chunk_rows(x.shape[1])
     scratch = np.empty((2, step), x.dtype)
     for start in range(0, rows, step):
         _softmax_rows(x, out, scratch, start, min(rows, start + step))
@@ -179,10 +171,10 @@ def softmax(x, out):
 def log_softmax(x, out):
     """out[r] = log_softmax(x[r]) for every row r."""
     rows = x.shape[0]
-    step = _chunk_rows(x.shape[1])
+    step = chunk_rows(x.shape[1])
     scratch = np.empty((2, step), x.dtype)
     for start in range(0, rows, step):
-        _log_softmax_rows(x, out, scratch, start, min(rows, start + step))
+        log_softmax_rows(x, out, scratch, start, min(rows, start + step))
 
 
 @kernel
@@ -195,6 +187,6 @@ def softmax_backward(y, g, out):
 def log_softmax_backward(z, g, out):
     """out[r] = g[r] - exp(z[r]) * sum(g[r]) for every row r."""
     rows = z.shape[0]
-    step = _chunk_rows(z.shape[1])
+    step = chunk_rows(z.shape[1])
     for start in range(0, rows, step):
         _log_softmax_backward_rows(z, g, out, start, min(rows, start + step))
