@@ -18,14 +18,15 @@ points of [-7, 7] and [1e-300, 1], twin and kernel. For float32, degrees 6 and 1
 2e-9 relative error before the rounding to float32, so within 1 ulp (tests/test_erf.py).
 
 The dispatcher: float16 is computed in float32 (as PyTorch does); CuPy arrays take
-cupyx's erf (backend/special.py); NumPy float32/float64 arrays take the Numba kernel
+cupyx's erf; NumPy float32/float64 arrays take the Numba kernel
 (MIN_SIZE["erf"]), else the twin, which is also the path on machines without Numba.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from minigrad.backend import array_module, special
+from minigrad.backend import array_module
+from minigrad.backend.device import cupyx_special
 from minigrad.kernels.dispatch import any_half, cpu_kernels_for, in_float32
 from minigrad.kernels.thresholds import MIN_SIZE
 
@@ -83,7 +84,7 @@ def erf(x):
     if any_half(x):
         return in_float32(erf, x)
     if not isinstance(x, (np.ndarray, np.generic)):
-        return special.erf(x)  # CuPy: cupyx's erf
+        return cupyx_special().erf(x)  # CuPy (float16 was widened above)
     x = np.asarray(x)  # a 0-d product is a NumPy scalar
     cpu = cpu_kernels_for("erf", MIN_SIZE["erf"], x.size, x)
     if cpu is None:
