@@ -8,6 +8,10 @@
     rollback.py  undoing what the capture's eager run changed
     schedule.py  the order of the steps: guards before lasting effects; when slots die
     plan.py      a record made ready to replay
+    fusion.py    runs of elementwise steps grouped into one generated kernel each
+    elementwise.py  which steps fuse, and what each computes
+    kernel_source.py  a fused group's Numba kernel, as Python source
+    kernel_cache.py   generated kernels compiled once, cached on disk
     guards.py    when a plan fits a call
     capture.py   one capture, from the eager run to an Entry
     replay.py    replaying an Entry; a compiled forward's node in the eager graph

@@ -12,7 +12,9 @@ bit. Later calls with that combination replay the plan alone. A step that cannot
 captured runs eagerly, with one warning naming the op and the line (fullgraph=True
 raises instead); after CACHE_SIZE_LIMIT plans, new combinations run eagerly.
 
-MINIGRAD_DEBUG=compile prints every plan as it is made (plan.py, Plan.describe).
+MINIGRAD_DEBUG=compile prints every plan as it is made (plan.py, Plan.describe), with
+its fused groups and their kernels' source; MINIGRAD_COMPILE_FUSION=0 turns fusion off
+(fusion.py). Both are read at each capture.
 """
 from __future__ import annotations
 
@@ -78,6 +80,11 @@ class CompiledFunction:
         self._plan_count = 0
         self._eager: set = set()  # call keys whose step cannot be captured
         self._warned: set[str] = set()
+
+    def plans(self) -> list:
+        """The plans captured so far (plan.py): `.describe()` prints one as
+        MINIGRAD_DEBUG=compile does, `.fused_groups()` gives its fused kernels."""
+        return [entry.plan for entries in self._plans.values() for entry in entries]
 
     def __get__(self, instance, owner=None):
         # decorating a method: the instance is an argument like any other
@@ -147,6 +154,8 @@ class CompiledFunction:
             difference = expected.mismatch(entry, tensors, outputs)
         except GuardFailed as failed:  # on the capture's own inputs: the plan is wrong
             difference = f"a check ({failed})"
+        except Exception as failure:  # noqa: BLE001  (eager ran; the plan cannot)
+            difference = f"an error ({failure!r})"
         if difference is None:
             return outputs
         # the plan misses something the eager run did: never hand out its numbers

@@ -108,18 +108,20 @@ def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:
         used |= set(_slots(output))
         externals = [e for e in recorder.externals if e.slot in used]
         plan = Plan(recorder.steps, externals, recorder.slot_count, recorder.slot_roots,
-                    output)
+                    output, arrays=recorder.recorded_arrays())
         return Entry(plan, externals, arguments, Checks(recorder, externals))
     checks = Checks(recorder, recorder.externals)
     boundary = backward["boundary"]
     forward_steps, backward_steps = guards_into_forward(
         recorder.steps[:boundary], recorder.steps[boundary:], backward["grad_slot"])
     backward_reads = {s for step in backward_steps for s in _reads_of(step)}
+    arrays = recorder.recorded_arrays()
     forward = Plan(forward_steps, recorder.externals, recorder.slot_count,
-                   recorder.slot_roots, output, keep=backward_reads)
+                   recorder.slot_roots, output, keep=backward_reads, arrays=arrays)
     grads_template = tuple(Ref(s) for s in backward["input_grads"] if s is not None)
     backward_plan = Plan(backward_steps, [], recorder.slot_count, recorder.slot_roots,
-                         grads_template)
+                         grads_template, arrays=arrays,
+                         first_group=len(forward.fused_groups()) + 1)
     return Entry(forward, recorder.externals, arguments, checks,
                  Backward(backward_plan, backward["output_slot"], backward["grad_slot"],
                           backward["input_grads"]))

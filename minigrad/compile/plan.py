@@ -2,8 +2,9 @@
 
 Each recorded step becomes one small function of the slot list (`program`), in the
 order schedule.py gives them (guards before lasting effects); the replay (replay.py)
-binds the external slots from their tensors and runs the program. Slots no later step
-reads are dropped as soon as they are last used, as eager frees them.
+binds the external slots from their tensors and runs the program. Runs of elementwise
+steps become one generated kernel each (fusion.py). Slots no later step reads are dropped
+as soon as they are last used, as eager frees them.
 
 A guard that fails raises GuardFailed: the caller then runs the step eagerly, after
 putting back the random generators the replay drew from (`random_sources`).
@@ -14,10 +15,12 @@ import operator
 
 import numpy as np
 
-from minigrad.compile.schedule import hoist_guards, last_uses
+from minigrad.compile.fusion import fuse, fusion_enabled
+from minigrad.compile.schedule import hoist_guards, last_uses, slots_in
 from minigrad.compile.steps import (
     Call,
     External,
+    Fused,
     Guard,
     Opaque,
     Ref,
@@ -39,8 +42,15 @@ class Plan:
     """The steps of one capture, compiled (see the module docstring)."""
 
     def __init__(self, steps: list, externals: list[External], slot_count: int,
-                 slot_roots: dict, output, keep: set = frozenset()):
+                 slot_roots: dict, output, keep: set = frozenset(),
+                 arrays: dict | None = None, first_group: int = 1):
+        """`arrays`: the array each slot held during the capture; fusion (fusion.py)
+        needs their shapes and dtypes, and is skipped without them. `first_group`: the
+        number of the plan's first fused group in printouts."""
         self.steps = hoist_guards(steps, slot_roots, {e.slot for e in externals})
+        if arrays is not None and fusion_enabled():
+            self.steps = fuse(self.steps, arrays, slot_roots,
+                              set(slots_in(output)) | set(keep), first_group)
         self.externals = externals
         self.slot_count = slot_count
         self.output = output
@@ -58,6 +68,10 @@ class Plan:
         for tensor, growth in self.version_changes:
             tensor._version[0] += growth
 
+    def fused_groups(self) -> list[Fused]:
+        """The steps that each run a generated kernel for a group of elementwise steps."""
+        return [step for step in self.steps if isinstance(step, Fused)]
+
     def describe(self) -> str:
         """The plan as text: one line per external slot and per step."""
         lines = [f"plan: {len(self.externals)} external slots, {self.slot_count} slots, "
@@ -68,6 +82,10 @@ class Plan:
         for index, step in enumerate(self.steps):
             lines.append(f"  {index:4d}  {_describe(step)}")
         lines.append(f"  return {_show(self.output)}")
+        sources: dict[str, str] = {}  # a kernel's source -> the group that printed it
+        for step in self.steps:
+            if isinstance(step, Fused):
+                lines += _describe_group(step, sources)
         return "\n".join(lines)
 
 
@@ -302,6 +320,26 @@ def _describe(step) -> str:
         return f"{_show(step.out) + ' = ' if step.out else ''}{step.label}(...)   [python]"
     value = "None" if step.value is None else f"s{step.value.slot}"
     return f"{type(step.leaf).__name__}{tuple(step.leaf.shape)}.grad = {value}   [python]"
+
+
+def _describe_group(step: Fused, sources: dict) -> list[str]:
+    """What a fused group replaced, what it reads and stores, and its kernel."""
+    outputs = list(slots_in(step.out))
+    lines = [f"{step.label}: {len(step.replaced)} recorded steps in one kernel:"]
+    lines += [f"      {_describe(replaced)}" for replaced in step.replaced]
+    lines.append("    inputs: " + (", ".join(f"in{i} = s{slot}" for i, slot
+                                            in enumerate(step.reads)) or "none"))
+    lines.append("    outputs: " + ", ".join(f"out{i} = s{slot}" for i, slot
+                                           in enumerate(outputs)))
+    lines.append("    not materialised: " + (", ".join(f"s{slot}" for slot in step.hidden)
+                                             or "none"))
+    if step.source in sources:
+        lines.append(f"    kernel: the same as {sources[step.source]}'s")
+        return lines
+    sources[step.source] = step.label
+    lines.append("    kernel:")
+    lines += [f"      {line}".rstrip() for line in step.source.splitlines()]
+    return lines
 
 
 def _show_arguments(step) -> str:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from minigrad.compile.steps import Call, GraphBreak, Guard, Opaque, Ref, SetGrad, TensorRef, Unit
 
 
-def _reads(step) -> tuple:
+def step_reads(step) -> tuple:
+    """The slots a step reads."""
     if isinstance(step, Guard):
         return (step.slot,)
     if isinstance(step, SetGrad):
@@ -23,9 +24,10 @@ def _reads(step) -> tuple:
     return step.reads
 
 
-def _outputs(step) -> list:
+def step_outputs(step) -> list:
+    """The slots a step sets."""
     if isinstance(step, Call):
-        return list(_slots_in(step.out))
+        return list(slots_in(step.out))
     if isinstance(step, Unit):
         return [step.out, *step.saved, *step.attributes]
     if isinstance(step, Opaque) and step.out is not None:
@@ -33,24 +35,25 @@ def _outputs(step) -> list:
     return []
 
 
-def _slots_in(template):
+def slots_in(template):
+    """The slots a template refers to."""
     if isinstance(template, (Ref, TensorRef)):
         yield template.slot
     elif type(template) in (tuple, list):
         for t in template:
-            yield from _slots_in(t)
+            yield from slots_in(t)
     elif type(template) is dict:
         for t in template.values():
-            yield from _slots_in(t)
+            yield from slots_in(t)
 
 
 def last_uses(steps: list, output, keep) -> list:
     """Per step, the slots to drop after it: those no later step (nor the output) uses."""
     last: dict[int, int] = {}
     for index, step in enumerate(steps):
-        for slot in (*_reads(step), *_outputs(step)):
+        for slot in (*step_reads(step), *step_outputs(step)):
             last[slot] = index
-    protected = set(_slots_in(output)) | set(keep)
+    protected = set(slots_in(output)) | set(keep)
     frees: list[list[int]] = [[] for _ in steps]
     for slot, index in last.items():
         if slot not in protected:
@@ -86,7 +89,7 @@ def hoist_guards(steps: list, slot_roots: dict, external_slots: set) -> list:
         return steps
     producer = {}
     for index, step in enumerate(steps):
-        for slot in _outputs(step):
+        for slot in step_outputs(step):
             producer.setdefault(slot, index)
     hoisted: list[int] = []
     for index in range(first, len(steps)):
@@ -95,7 +98,7 @@ def hoist_guards(steps: list, slot_roots: dict, external_slots: set) -> list:
         cone = _cone(steps, index, producer)
         movable = all(steps[i].effect is None for i in cone if i >= first)
         written = {slot_roots.get(s) for i in range(first, index) for s in _written(steps[i])}
-        reads_external = {slot_roots.get(s) for i in cone for s in _reads(steps[i])
+        reads_external = {slot_roots.get(s) for i in cone for s in step_reads(steps[i])
                           if s in external_slots}
         if not movable or (written & reads_external) or _opaque_between(steps, first, index):
             raise GraphBreak(f"{steps[index].label}: the step reads a value into Python "
@@ -112,12 +115,12 @@ def hoist_guards(steps: list, slot_roots: dict, external_slots: set) -> list:
 
 def _cone(steps: list, index: int, producer: dict) -> set:
     """The steps whose results the step at `index` depends on."""
-    cone, stack = set(), list(_reads(steps[index]))
+    cone, stack = set(), list(step_reads(steps[index]))
     while stack:
         made_by = producer.get(stack.pop())
         if made_by is not None and made_by not in cone:
             cone.add(made_by)
-            stack.extend(_reads(steps[made_by]))
+            stack.extend(step_reads(steps[made_by]))
     return cone
 
 
@@ -137,20 +140,20 @@ def guards_into_forward(forward: list, backward: list, grad_slot: int) -> tuple[
     pooling's check for NaN are such guards.)"""
     tainted_slots, tainted = {grad_slot}, set()
     for index, step in enumerate(backward):
-        if any(slot in tainted_slots for slot in _reads(step)):
+        if any(slot in tainted_slots for slot in step_reads(step)):
             tainted.add(index)
-            tainted_slots.update(_outputs(step))
+            tainted_slots.update(step_outputs(step))
             tainted_slots.update(_written(step))
     producer = {}
     for index, step in enumerate(backward):
-        for slot in _outputs(step):
+        for slot in step_outputs(step):
             producer.setdefault(slot, index)
     moved: set[int] = set()
     for index, step in enumerate(backward):
         if not isinstance(step, Guard) or index in tainted:
             continue
         cone = _cone(backward, index, producer)
-        read = {slot for i in cone | {index} for slot in _reads(backward[i])}
+        read = {slot for i in cone | {index} for slot in step_reads(backward[i])}
         overwritten = any(slot in read for i in tainted for slot in _written(backward[i]))
         if not (cone & tainted) and not overwritten:
             moved |= cone | {index}

@@ -54,6 +54,11 @@ class Slots:
         """The traced array of a slot."""
         return self._arrays_of_slots[slot]
 
+    def recorded_arrays(self) -> dict[int, np.ndarray]:
+        """The array each slot held during the capture, plain (fusion reads their
+        shapes, dtypes and layouts, and compiles its kernels on them)."""
+        return {slot: plain(traced) for slot, traced in self._arrays_of_slots.items()}
+
     def slot(self, array) -> int:
         """The slot of a traced array; GraphBreak for any other array."""
         slot = self.slot_of.get(id(array))

@@ -56,6 +56,17 @@ class Call:
 
 
 @dataclass
+class Fused(Call):
+    """A run of elementwise steps as one generated kernel (fusion.py): `fn(*inputs)`
+    returns the arrays of `out`, the group's results that are read after it."""
+
+    replaced: tuple = ()  # the recorded steps it stands for, in their order
+    hidden: tuple = ()  # slots computed inside the kernel and never stored
+    source: str = ""  # the generated kernel's Python source
+    number: int = 0  # the group's number in the plan printout
+
+
+@dataclass
 class Unit:
     """An op's forward as one call: `forward(cls(), *args, **params)`."""
 

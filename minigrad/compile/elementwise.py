@@ -1,0 +1,218 @@
+"""Which recorded steps are elementwise, and what each computes, as fusion.py reads them.
+
+A step is elementwise when each element of its result depends only on the elements at the
+same (broadcast) position of its operands. Only the operations whose generated kernel
+gives NumPy's bits are listed: addition, subtraction, multiplication, division and
+negation are exactly rounded IEEE operations in NumPy's loops and in LLVM's alike, and
+comparisons, selections (where, ReLU's clip, maximum, minimum) and casts between bool and
+the float types are exact. Transcendental functions (exp, tanh, erf, log) are left to
+NumPy: its SIMD code and Numba's libm may differ in the last bit.
+
+Values are float32, float64 or bool; integer and float16 arithmetic stays with NumPy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from minigrad.compile.steps import Call, Ref, Unit
+from minigrad.ops.arithmetic import Add, Div, Mul, Neg, Sub
+from minigrad.ops.cast import ToDtype
+from minigrad.ops.dropout import MaskedScale
+from minigrad.ops.select import Maximum, Where
+from minigrad.ops.unary import Relu
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+VALUES = (*FLOATS, np.dtype(np.bool_))
+# Python integers are exact in float32 up to here: larger ones stay with NumPy
+_EXACT_INTEGER = 2 ** 24
+
+# op -> its kind: "arithmetic" computes in the result's dtype (NumPy casts each operand to
+# it), "comparison" in the operands' common dtype and gives bools
+KINDS = {
+    "add": "arithmetic", "sub": "arithmetic", "mul": "arithmetic", "div": "arithmetic",
+    "neg": "arithmetic", "relu": "arithmetic", "maximum": "arithmetic",
+    "minimum": "arithmetic", "masked_scale": "arithmetic",
+    "gt": "comparison", "ge": "comparison", "lt": "comparison", "le": "comparison",
+    "eq": "comparison", "ne": "comparison",
+    "where": "selection", "cast": "cast",
+}
+UNIT_OPS = {Add: "add", Sub: "sub", Mul: "mul", Div: "div", Neg: "neg", Relu: "relu",
+            Maximum: "maximum", Where: "where", MaskedScale: "masked_scale",
+            ToDtype: "cast"}
+CALL_OPS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
+            np.negative: "neg", np.maximum: "maximum", np.minimum: "minimum",
+            np.greater: "gt", np.greater_equal: "ge", np.less: "lt", np.less_equal: "le",
+            np.equal: "eq", np.not_equal: "ne", np.where: "where",
+            np.ndarray.astype: "cast"}
+ARITY = {"neg": 1, "relu": 1, "cast": 1, "where": 3, "masked_scale": 3}
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A number among an op's operands: a Python number (NumPy casts it to the other
+    operands' dtype) or, with `dtype`, a NumPy scalar or a 0-d array made from one."""
+
+    value: float | int | bool
+    dtype: np.dtype | None = None
+
+
+@dataclass(frozen=True)
+class Node:
+    """One elementwise step: `out = op(*operands)`, operands slots (int) or Constants."""
+
+    op: str
+    operands: tuple
+    out: int
+    label: str  # the recorded step's name ("Mul.forward", "np.add")
+
+
+def as_node(step, arrays: dict) -> Node | None:
+    """The step as a Node, or None where it is not one the kernels reproduce bit for bit.
+    `arrays`: the array each slot held during the capture (its shape and dtype)."""
+    if isinstance(step, Unit):
+        node = _unit_node(step)
+    elif isinstance(step, Call) and type(step) is Call:
+        node = _call_node(step)
+    else:
+        return None
+    if node is None or not _dtypes_fit(node, arrays):
+        return None
+    return node
+
+
+def constant_of(step) -> Constant | None:
+    """`np.asarray(number, dtype=...)`, as the ops make their scalar operands: the
+    Constant it stands for, or None for any other step."""
+    if not (isinstance(step, Call) and type(step) is Call and step.fn is np.asarray):
+        return None
+    if len(step.args) != 1 or set(step.kwargs) != {"dtype"} or not isinstance(step.out, Ref):
+        return None
+    value, dtype = step.args[0], np.dtype(step.kwargs["dtype"])
+    if _number(value) is None or dtype not in FLOATS:
+        return None
+    return Constant(value, dtype)
+
+
+def is_identity(step) -> bool:
+    """`s = np.asarray(s)`: the engine making sure a gradient is an array, which a slot
+    always is at replay."""
+    return (isinstance(step, Call) and type(step) is Call and step.fn is np.asarray
+            and not step.kwargs and len(step.args) == 1 and isinstance(step.args[0], Ref)
+            and step.out == step.args[0])
+
+
+def compute_dtype(node: Node, arrays: dict) -> np.dtype:
+    """The dtype NumPy computes the op in: the operands' common dtype for a comparison
+    (Python numbers adapt to the arrays), the result's for every other op."""
+    if KINDS[node.op] == "comparison":
+        return np.result_type(*(_dtype_or_value(o, arrays) for o in node.operands))
+    return arrays[node.out].dtype
+
+
+def operand_dtype(operand, arrays: dict) -> np.dtype | None:
+    """A slot's dtype, a typed constant's dtype, or None for a Python number."""
+    if isinstance(operand, Constant):
+        return operand.dtype
+    return arrays[operand].dtype
+
+
+def _dtype_or_value(operand, arrays: dict):
+    if isinstance(operand, Constant):
+        return operand.value if operand.dtype is None else operand.dtype
+    return arrays[operand].dtype
+
+
+def _unit_node(step: Unit) -> Node | None:
+    op = UNIT_OPS.get(step.cls)
+    if op is None or step.saved or step.attributes:
+        return None
+    args, params = step.args, dict(step.params)
+    label = f"{step.cls.__name__}.forward"
+    if op == "where":
+        condition = params.pop("condition", None)
+        operands = (condition, *args)
+    elif op == "cast":  # the result's dtype is the target (checked in _dtypes_fit)
+        params.pop("dtype", None)
+        operands = args
+    elif op == "masked_scale":
+        mask, scale = params.pop("mask", None), params.pop("scale", 1.0)
+        if _number(scale) is None:
+            return None
+        operands = (*args, mask, Constant(scale))
+    else:
+        operands = args
+    if params:
+        return None
+    return _node(op, operands, step.out, label)
+
+
+def _call_node(step: Call) -> Node | None:
+    op = CALL_OPS.get(step.fn)
+    if (op is None or step.kwargs or step.effect or step.writes or step.scalar_out
+            or not isinstance(step.out, Ref)):
+        return None
+    if op == "cast":
+        if len(step.args) != 2 or not isinstance(step.args[0], Ref):
+            return None
+        try:
+            target = np.dtype(step.args[1])
+        except TypeError:
+            return None
+        if target not in FLOATS:
+            return None
+        return _node(op, step.args[:1], step.out.slot, step.label)
+    return _node(op, step.args, step.out.slot, step.label)
+
+
+def _node(op: str, operands: tuple, out: int, label: str) -> Node | None:
+    if len(operands) != ARITY.get(op, 2):
+        return None
+    converted = []
+    for operand in operands:
+        if isinstance(operand, Ref):
+            converted.append(operand.slot)
+        elif isinstance(operand, Constant):
+            converted.append(operand)
+        elif _number(operand) is not None:
+            typed = isinstance(operand, np.generic)
+            converted.append(Constant(operand, operand.dtype if typed else None))
+        else:
+            return None
+    if not any(isinstance(o, int) for o in converted):
+        return None
+    return Node(op, tuple(converted), out, label)
+
+
+def _number(value):
+    """`value` if it is a finite-or-not float, a bool or a small integer; else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return value if abs(int(value)) <= _EXACT_INTEGER else None
+    if isinstance(value, (float, np.floating)) and np.dtype(type(value)) in (*FLOATS,
+                                                                              np.dtype(float)):
+        return value
+    return None
+
+
+def _dtypes_fit(node: Node, arrays: dict) -> bool:
+    """Every operand and the result of a dtype the kernels handle, as the op needs."""
+    for operand in node.operands:
+        if isinstance(operand, int) and arrays[operand].dtype not in VALUES:
+            return False
+        if isinstance(operand, Constant) and operand.dtype not in (None, *VALUES):
+            return False
+    kind, result = KINDS[node.op], arrays[node.out].dtype
+    if kind == "comparison":
+        return result == np.bool_ and compute_dtype(node, arrays) in FLOATS
+    if node.op == "masked_scale":  # out = x * mask, then out *= x.dtype.type(scale)
+        x, mask = node.operands[:2]
+        return (result in FLOATS and isinstance(x, int) and arrays[x].dtype == result
+                and isinstance(mask, int) and arrays[mask].dtype == np.bool_)
+    if kind == "selection":
+        condition = node.operands[0]
+        return (result in FLOATS and isinstance(condition, int)
+                and arrays[condition].dtype == np.bool_)
+    return result in FLOATS

@@ -1,0 +1,222 @@
+"""Fusion: runs of elementwise steps of a plan become one generated Numba kernel.
+
+Between the matrix products and reductions of a step lie runs of elementwise ops (a bias
+add and a ReLU, a dropout mask, the chain rule's products and sums). Replayed one NumPy
+call each, every op reads and writes a whole array; fused, one loop reads the run's
+inputs once and writes only the results something reads after the run.
+
+How the steps are grouped, in the plan's order:
+- an elementwise step (elementwise.py) whose result has the open group's shape joins it;
+- any other step that reads nothing the open group computes, writes nothing and changes
+  no Python state (a matrix product of other values, a random draw, an elementwise op of
+  another shape, a constant `np.asarray(0.5, dtype=float32)`) runs before the group,
+  which stays open;
+- any other step closes the group; an elementwise one starts the next group.
+A group of two ops or more becomes a `Fused` step (steps.py); a lone op stays a NumPy
+call, which is as fast. Constants are written into the kernel; `s = np.asarray(s)` is
+dropped (a slot always holds an array).
+
+A result is stored (an output of the kernel) when a step after the group reads it, the
+plan returns it, or the backward of a compiled forward keeps it; the others live only in
+the kernel's local variables. Results are C-ordered arrays of the dtype eager made, so
+what follows sees the arrays eager saw; they are allocated once and written again at
+each replay, unless something still holds the last replay's array (`_runner`). The
+capture's self-check replays the fused plan against the eager run: a kernel that differs
+makes the call run eagerly, with a warning.
+
+MINIGRAD_COMPILE_FUSION=0 (read at each capture) turns fusion off; without Numba there
+is none.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from minigrad.compile.elementwise import Node, as_node, constant_of, is_identity
+from minigrad.compile.kernel_cache import load_kernel
+from minigrad.compile.kernel_source import kernel_source
+from minigrad.compile.schedule import step_reads
+from minigrad.compile.steps import Call, Fused, Guard, Ref, Unit
+
+MIN_OPS = 2  # a lone op gains nothing from a kernel of its own
+
+
+def fusion_enabled() -> bool:
+    """Whether captures fuse: Numba is installed and MINIGRAD_COMPILE_FUSION is not 0."""
+    setting = os.environ.get("MINIGRAD_COMPILE_FUSION", "1").strip().lower()
+    return setting not in ("0", "off", "false", "no") and _has_numba()
+
+
+def _has_numba() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+@dataclass
+class _Group:
+    shape: tuple
+    nodes: list = field(default_factory=list)
+    steps: list = field(default_factory=list)  # the recorded steps, as (index, step)
+
+    def computes(self) -> set:
+        return {node.out for node in self.nodes}
+
+
+def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
+         first_number: int = 1) -> list:
+    """The steps with each elementwise run of MIN_OPS ops or more replaced by a Fused
+    step (module docstring). `arrays`: the array each slot held during the capture;
+    `slot_roots`: the memory each slot's array views; `protected`: slots that must be
+    stored whoever reads them (the plan's outputs, what a backward keeps)."""
+    readers: dict[int, set] = {}
+    for index, step in enumerate(steps):
+        if not is_identity(step):
+            for slot in step_reads(step):
+                readers.setdefault(slot, set()).add(index)
+    fresh = _fresh_slots(slot_roots)
+    constants: dict = {}
+    fused: list = []
+    group: _Group | None = None
+
+    def close():
+        if group is not None:
+            fused.extend(_close(group, readers, protected, constants, arrays,
+                                first_number + sum(isinstance(s, Fused) for s in fused)))
+
+    for index, step in enumerate(steps):
+        if is_identity(step):
+            continue
+        constant = constant_of(step)
+        if constant is not None:
+            constants[step.out.slot] = constant
+            fused.append(step)  # before the open group: it reads nothing
+            continue
+        node = as_node(step, arrays)
+        if node is not None and not _stores_fresh(node, arrays, fresh):
+            node = None
+        if node is not None and (group is None or group.shape == arrays[node.out].shape):
+            if group is None:
+                group = _Group(arrays[node.out].shape)
+            group.nodes.append(node)
+            group.steps.append((index, step))
+        elif group is not None and _can_run_before(step, group):
+            fused.append(step)
+        else:
+            close()
+            group = None
+            if node is not None:  # of another shape than the group it ends: a new one
+                group = _Group(arrays[node.out].shape, [node], [(index, step)])
+            else:
+                fused.append(step)
+    close()
+    return _without_unread_constants(fused, protected)
+
+
+def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays: dict,
+           number: int) -> list:
+    """The steps standing for a closed group: one Fused step, or its own steps."""
+    ops = len(group.nodes)
+    if ops < MIN_OPS:
+        return [step for _, step in group.steps]
+    indices = {index for index, _ in group.steps}
+    computed = group.computes()
+    inputs: list[int] = []
+    for node in group.nodes:
+        for operand in node.operands:
+            if (isinstance(operand, int) and operand not in computed
+                    and operand not in constants and operand not in inputs):
+                inputs.append(operand)
+    outputs = [node.out for node in group.nodes
+               if node.out in protected or readers.get(node.out, set()) - indices]
+    if not outputs:  # nothing reads the run: keep it as recorded (nothing to gain)
+        return [step for _, step in group.steps]
+    source = kernel_source(group.nodes, inputs, outputs, constants, arrays, group.shape)
+    try:
+        kernel = load_kernel(source)
+        # compile now, for the capture's own arrays: a failure leaves the run unfused
+        kernel(*(arrays[s] for s in inputs), *(np.empty_like(arrays[s]) for s in outputs))
+    except Exception:  # noqa: BLE001  (any failure to build the kernel: run it unfused)
+        return [step for _, step in group.steps]
+    run = _runner(kernel, [(arrays[s].shape, arrays[s].dtype) for s in outputs])
+    out = Ref(outputs[0]) if len(outputs) == 1 else tuple(Ref(s) for s in outputs)
+    hidden = tuple(node.out for node in group.nodes if node.out not in outputs)
+    return [Fused(run, tuple(Ref(s) for s in inputs), {}, out, False, None,
+                  f"fused{number}", tuple(inputs), (),
+                  replaced=tuple(step for _, step in group.steps), hidden=hidden,
+                  source=source, number=number)]
+
+
+class _Buffers(threading.local):
+    """A fused step's result arrays, per thread (two threads may replay one plan)."""
+
+    arrays: list | None = None
+
+
+def _references_of_an_item_held_by_a_list_only() -> int:
+    """sys.getrefcount of a list's item that nothing else holds, as _runner reads it (2
+    in CPython 3.11: the list and getrefcount's argument; measured, not assumed, since
+    interpreters differ in the references they count)."""
+    pool, index = [np.empty(0)], 0
+    return sys.getrefcount(pool[index])
+
+
+_ONLY_THE_POOL = _references_of_an_item_held_by_a_list_only()
+
+
+def _runner(kernel, results: list):
+    """The function a Fused step calls: the kernel, writing into result arrays allocated
+    once and reused at every replay while nothing else holds them. A result the caller
+    kept (a returned tensor, a .grad, a view of it, a backward's saved array) is still
+    referenced at the next replay: that replay allocates a new array in its place."""
+    buffers = _Buffers()
+
+    def run(*inputs):
+        pool = buffers.arrays
+        if pool is None:
+            pool = buffers.arrays = [np.empty(shape, dtype) for shape, dtype in results]
+        for index in range(len(pool)):
+            if sys.getrefcount(pool[index]) > _ONLY_THE_POOL:
+                shape, dtype = results[index]
+                pool[index] = np.empty(shape, dtype)
+        kernel(*inputs, *pool)
+        return pool[0] if len(pool) == 1 else tuple(pool)
+
+    run.buffers = buffers  # for tests and curious readers
+    return run
+
+
+def _fresh_slots(slot_roots: dict) -> set:
+    """The slots whose array was the first to use its memory (not a view of an earlier
+    slot's): only such results can come from a kernel's fresh array."""
+    first: dict = {}
+    for slot in sorted(slot_roots):
+        first.setdefault(slot_roots[slot], slot)
+    return set(first.values())
+
+
+def _stores_fresh(node: Node, arrays: dict, fresh: set) -> bool:
+    array = arrays[node.out]
+    return (node.out in fresh and array.ndim >= 1 and array.flags.c_contiguous
+            and node.out not in node.operands)
+
+
+def _can_run_before(step, group: _Group) -> bool:
+    """A step that may run before the open group's ops, which were recorded before it:
+    it reads none of their results and has no effect they could see."""
+    if isinstance(step, Guard) or not isinstance(step, (Call, Unit)):
+        return False
+    if step.effect not in (None, "random") or getattr(step, "writes", ()):
+        return False
+    computed = group.computes()
+    return not any(slot in computed for slot in step_reads(step))
+
+
+def _without_unread_constants(steps: list, protected: set) -> list:
+    """The steps less the constants that only fused kernels read (written into them)."""
+    read = {slot for step in steps for slot in step_reads(step)} | protected
+    return [step for step in steps
+            if not (constant_of(step) is not None and step.out.slot not in read)]

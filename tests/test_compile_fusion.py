@@ -1,0 +1,385 @@
+"""Fusion in mg.compile (minigrad/compile/fusion.py): runs of elementwise steps become one
+generated Numba kernel, and the fused plan gives eager's bits: losses, gradients and
+parameters after optimizer steps, for small models and for hypothesis-drawn elementwise
+chains with broadcasting, float32 and float64, signed zeros, NaN and infinities. The
+group count of a known step, the debug printout, the switch that turns fusion off and
+the self-check that catches a wrong kernel are checked too."""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import minigrad as mg
+import minigrad.nn.functional as F
+from minigrad import nn, optim
+from minigrad.compile import fusion, kernel_source
+from minigrad.compile.kernel_cache import cache_folder, load_kernel
+from minigrad.compile.steps import Fused
+
+# a step that falls back to eager (a kernel differing from eager) fails the test
+pytestmark = pytest.mark.filterwarnings("error:mg.compile")
+
+STEPS = 3
+
+
+def _bits(array) -> np.ndarray:
+    """The array's bits, so that -0.0 differs from 0.0."""
+    array = np.ascontiguousarray(array)
+    return array.view(np.dtype(f"u{array.dtype.itemsize}"))
+
+
+def assert_same_bits(got, want) -> None:
+    """Equal dtype, shape and bits, with NaN where NaN (a NaN's sign and payload are not
+    part of NumPy's contract: its SIMD loops may pick either operand's NaN)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan), f"{got} != {want}"
+    assert np.array_equal(_bits(got)[~nan], _bits(want)[~nan]), f"{got} != {want}"
+
+
+def _groups(compiled) -> list[Fused]:
+    """The fused groups of every plan of a compiled function (backward plans included)."""
+    plans = [entry.plan for entries in compiled._plans.values() for entry in entries]
+    plans += [entry.backward.plan for entries in compiled._plans.values()
+              for entry in entries if entry.backward is not None]
+    return [step for plan in plans for step in plan.steps if isinstance(step, Fused)]
+
+
+def _name(step) -> str:
+    """A recorded step's name as the plan prints it ("Mul.forward", "np.add")."""
+    return getattr(step, "label", None) or f"{step.cls.__name__}.forward"
+
+
+def _state(model, optimizer) -> list:
+    arrays = [p.array.copy() for p in model.parameters()]
+    arrays += [p.grad.array.copy() for p in model.parameters()]
+    arrays += [v.copy() for s in optimizer.state.values() for v in s.values()
+               if isinstance(v, np.ndarray)]
+    return arrays
+
+
+def _train(build, make_optimizer, batch, how: str, monkeypatch, dtype=mg.float32):
+    """Losses and final state of STEPS training steps, eager or compiled (fused or not)."""
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "0" if how == "unfused" else "1")
+    mg.manual_seed(0)
+    model = build().to(dtype)
+    optimizer = make_optimizer(model.parameters())
+
+    def train_step(x, y):
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    step = train_step if how == "eager" else mg.compile(train_step)
+    rng = np.random.default_rng(1)
+    losses = []
+    for _ in range(STEPS):
+        x = mg.tensor(rng.standard_normal(batch[0]), dtype=dtype)
+        y = mg.tensor(rng.standard_normal(batch[1]), dtype=dtype)
+        losses.append(step(x, y).array.copy())
+    groups = _groups(step) if how != "eager" else []
+    return losses + _state(model, optimizer), groups
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def _layer_norm():
+    return nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.ReLU(), nn.Linear(8, 3))
+
+
+def _dropout():
+    return nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Dropout(0.3), nn.Linear(12, 3))
+
+
+def _gelu():
+    return nn.Sequential(nn.Linear(6, 10), nn.GELU(), nn.Linear(10, 3))
+
+
+def _adam(parameters):
+    return optim.Adam(parameters, lr=1e-2)
+
+
+def _sgd(parameters):
+    return optim.SGD(parameters, lr=0.1, momentum=0.9)
+
+
+MODELS = {"mlp-adam": (_mlp, _adam), "layer-norm-adam": (_layer_norm, _adam),
+          "dropout-sgd": (_dropout, _sgd), "gelu-adam": (_gelu, _adam)}
+
+
+@pytest.mark.parametrize("dtype", [mg.float32, mg.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", MODELS)
+def test_fused_training_equals_eager_and_unfused_bit_for_bit(name, dtype, monkeypatch):
+    build, make_optimizer = MODELS[name]
+    batch = ((5, 6), (5, 3))
+    eager, _ = _train(build, make_optimizer, batch, "eager", monkeypatch, dtype)
+    fused, groups = _train(build, make_optimizer, batch, "fused", monkeypatch, dtype)
+    unfused, none = _train(build, make_optimizer, batch, "unfused", monkeypatch, dtype)
+    assert groups and not none
+    assert len(fused) == len(eager) == len(unfused)
+    for got, want, plain in zip(fused, eager, unfused, strict=True):
+        assert_same_bits(got, want)
+        assert_same_bits(plain, want)
+
+
+def _linear_relu_mse_sgd(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+
+    @mg.compile
+    def train_step(x, y):
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    train_step(mg.randn(4, 3), mg.randn(4, 2))
+    return train_step
+
+
+def test_a_linear_relu_mse_sgd_step_has_two_groups(monkeypatch):
+    groups = _groups(_linear_relu_mse_sgd(monkeypatch))
+    forward, backward = groups
+    # ReLU, the difference and its square: all three read after the group
+    assert [_name(s) for s in forward.replaced] == ["Relu.forward", "Sub.forward",
+                                                    "Mul.forward"]
+    assert len(list(forward.hidden)) == 0 and isinstance(forward.out, tuple)
+    # the loss's gradient times ReLU's mask: only the product is stored
+    assert [_name(s) for s in backward.replaced] == [
+        "Mul.forward", "Mul.forward", "np.add", "np.greater", "ndarray.astype",
+        "Mul.forward"]
+    assert len(backward.hidden) == 5
+    assert "x2 > np.float32(0.0)" in backward.source
+
+
+def test_the_debug_printout_shows_each_group_and_its_kernel(monkeypatch, capsys):
+    monkeypatch.setenv("MINIGRAD_DEBUG", "compile")
+    groups = _groups(_linear_relu_mse_sgd(monkeypatch))
+    printed = capsys.readouterr().err
+    assert "= fused1(" in printed and "= fused2(" in printed
+    assert "fused2: 6 recorded steps in one kernel:" in printed
+    assert "not materialised: s" in printed and "inputs: in0 = s" in printed
+    for group in groups:
+        for line in group.source.splitlines():
+            assert line.strip() in printed
+        for replaced in group.replaced:  # each step the group replaced, as recorded
+            assert f"= {_name(replaced)}(" in printed
+
+
+def test_every_fusable_op_joins_one_group_with_broadcast_inputs(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+
+    def chain(a, b, c):
+        x = a
+        for op in OPS:
+            x = _apply(op, x, b, c)
+        return x
+
+    compiled = mg.compile(chain)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(shape).astype(np.float32)
+              for shape in ((3, 4), (4,), (3, 1))]
+    tensors = [mg.tensor(v) for v in inputs]
+    assert_same_bits(compiled(*tensors).array, chain(*tensors).array)
+    (group,) = _groups(compiled)
+    names = [_name(s) for s in group.replaced]
+    for op in ("Add", "Sub", "Mul", "Div", "Neg", "Relu", "Maximum", "Where", "ToDtype"):
+        assert f"{op}.forward" in names
+    assert "np.greater" in names and "np.greater_equal" in names
+    # mg.minimum(b, x) is -maximum(-b, -x): the (4,) -b runs before the group
+    assert names.count("Neg.forward") == 3
+    assert "[i1]\n" in group.source and "[i0, 0]\n" in group.source  # broadcast reads
+
+
+def test_a_result_the_caller_holds_is_never_overwritten_by_the_next_replay(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+    program = lambda a, b: (a + b).relu() * b  # noqa: E731
+    compiled = mg.compile(program)
+    rng = np.random.default_rng(0)
+    calls = [[mg.tensor(rng.standard_normal((3, 4)).astype(np.float32)) for _ in range(2)]
+             for _ in range(4)]
+    held = [compiled(*tensors) for tensors in calls]  # a capture, then three replays
+    assert _groups(compiled)
+    for got, tensors in zip(held, calls, strict=True):
+        assert_same_bits(got.array, program(*tensors).array)
+    assert len({id(t.array) for t in held}) == len(held)
+
+
+def test_an_intermediate_is_written_into_the_same_array_at_each_replay(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+    program = lambda a, b: ((a + b).relu() * b).sum(0)  # noqa: E731
+    compiled = mg.compile(program)
+    a, b = mg.randn(3, 4), mg.randn(4)
+    compiled(a, b)
+    (group,) = _groups(compiled)
+    for scale in (1.0, -2.0, 3.0):
+        last = weakref.ref(group.fn.buffers.arrays[0])  # holding it would force a new one
+        a_now = a * scale
+        assert_same_bits(compiled(a_now, b).array, program(a_now, b).array)
+        assert group.fn.buffers.arrays[0] is last()
+
+
+def test_fusion_off_keeps_the_recorded_steps(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "0")
+    compiled = mg.compile(lambda a, b: (a + b).relu() * b)
+    a, b = mg.randn(3, 4), mg.randn(4)
+    assert_same_bits(compiled(a, b).array, ((a + b).relu() * b).array)
+    assert not _groups(compiled)
+
+
+def test_without_numba_there_is_no_fusion(monkeypatch):
+    monkeypatch.setattr(fusion, "_has_numba", lambda: False)
+    compiled = mg.compile(lambda a, b: (a + b).relu() * b)
+    compiled(mg.randn(3, 4), mg.randn(4))
+    assert not fusion.fusion_enabled() and not _groups(compiled)
+
+
+def test_a_wrong_kernel_runs_the_step_eagerly_with_a_warning(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+    wrong = dict(kernel_source._SYMBOLS, sub="+")
+    monkeypatch.setattr(kernel_source, "_SYMBOLS", wrong)
+    compiled = mg.compile(lambda a, b: (a - b).relu() * b)
+    a, b = mg.randn(3, 4), mg.randn(3, 4)
+    with pytest.warns(RuntimeWarning, match="runs eagerly: its replay differs"):
+        got = compiled(a, b)
+    assert_same_bits(got.array, ((a - b).relu() * b).array)
+
+
+def test_a_compiled_modules_backward_is_fused_and_exact(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    compiled = mg.compile(model)
+    rng = np.random.default_rng(0)
+    for _ in range(2):  # the capture, then a replay
+        x = mg.tensor(rng.standard_normal((5, 4)), dtype=mg.float32)
+        grads = []
+        for run in (model, compiled):
+            model.zero_grad()
+            out = run(x)
+            (out * out).sum().backward()
+            grads.append([out.array.copy()] + [p.grad.array.copy()
+                                                for p in model.parameters()])
+        for got, want in zip(grads[1], grads[0], strict=True):
+            assert_same_bits(got, want)
+    assert _groups(compiled._compiled_forward)
+
+
+def test_a_kernel_is_compiled_once_and_kept_on_disk(monkeypatch):
+    groups = _groups(_linear_relu_mse_sgd(monkeypatch))
+    source = groups[0].source
+    assert load_kernel(source) is load_kernel(source)
+    files = [p for p in cache_folder().glob("fused_*.py") if p.read_text() == source]
+    assert files
+
+
+# ----------------------------------------------------------------- drawn elementwise chains
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 3e38, -1e-45]
+SHAPES = [(3, 4), (4,), (3, 1), (1, 4), ()]
+OPS = ("add", "sub", "mul", "div", "neg", "relu", "maximum", "minimum", "where",
+       "greater", "scale", "shift")
+
+
+def _apply(op: str, x, y, z):
+    if op == "add":
+        return x + y
+    if op == "sub":
+        return y - x  # the operand order matters
+    if op == "mul":
+        return x * y
+    if op == "div":
+        return x / y
+    if op == "neg":
+        return -x
+    if op == "relu":
+        return x.relu()
+    if op == "maximum":
+        return mg.maximum(x, y)
+    if op == "minimum":
+        return mg.minimum(y, x)
+    if op == "where":
+        return mg.where(x > z, y, x)
+    if op == "greater":
+        return (x >= y).to(x.dtype) * z
+    if op == "scale":
+        return x * 0.1
+    return x + 3
+
+
+SPECIAL_PROGRAMS = {
+    "add": lambda a, b: (a + b) * 1, "sub": lambda a, b: (a - b) * 1,
+    "mul": lambda a, b: (a * b) * 1, "div": lambda a, b: (a / b) * 1,
+    "neg": lambda a, b: -(a * b), "relu": lambda a, b: (a * b).relu(),
+    "maximum": lambda a, b: mg.maximum(a, b) * 1, "minimum": lambda a, b: mg.minimum(a, b) * 1,
+    "where": lambda a, b: mg.where(a > b, a, b) * 1,
+    "greater_equal": lambda a, b: (a >= b).to(a.dtype) * b,
+    "not_equal": lambda a, b: (a != b).to(a.dtype) * b,
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", SPECIAL_PROGRAMS)
+def test_each_op_keeps_numpys_bits_on_signed_zeros_nan_and_infinities(name, dtype):
+    program = SPECIAL_PROGRAMS[name]
+    values = np.array(SPECIAL, dtype=dtype)
+    a, b = mg.tensor(values[:, None]), mg.tensor(values[None, :])  # every pair, and ties
+    compiled = mg.compile(program)
+    with np.errstate(all="ignore"):
+        want = program(a, b).array
+        assert_same_bits(compiled(a, b).array, want)  # the capture
+        assert_same_bits(compiled(a, b).array, want)  # a replay
+    assert _groups(compiled)
+
+
+@st.composite
+def _chains(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    shapes = [(3, 4)] + [draw(st.sampled_from(SHAPES)) for _ in range(2)]
+    inputs = []
+    for shape in shapes:
+        size = int(np.prod(shape))
+        values = draw(st.lists(st.one_of(st.sampled_from(SPECIAL),
+                                         st.floats(-4, 4, width=32)),
+                               min_size=size, max_size=size))
+        inputs.append(np.array(values, dtype=dtype).reshape(shape))
+    ops = draw(st.lists(st.sampled_from(OPS), min_size=2, max_size=6))
+    order = draw(st.permutations(range(3)))
+    return inputs, ops, order
+
+
+def _program(ops, order):
+    def run(a, b, c):
+        values = [a, b, c]
+        x = values[order[0]]
+        for op in ops:
+            x = _apply(op, x, values[order[1]], values[order[2]])
+        return x + a  # the result is the first input's shape or larger
+    return run
+
+
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_chains())
+def test_drawn_elementwise_chains_equal_eager_bit_for_bit(chain):
+    inputs, ops, order = chain
+    program = _program(ops, order)
+    compiled = mg.compile(program)
+    with np.errstate(all="ignore"):
+        for shift in (0.0, 0.25):  # the capture (and its self-check), then a replay
+            tensors = [mg.tensor(v + np.asarray(shift, v.dtype)) for v in inputs]
+            want = program(*tensors).array
+            got = compiled(*tensors).array
+            assert_same_bits(got, want)
