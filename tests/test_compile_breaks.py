@@ -142,18 +142,23 @@ def test_an_error_of_the_step_propagates_and_leaves_the_state_as_eager_leaves_it
     assert_bits_equal(weight.grad.array, np.float32([1.0, 2.0]))  # accumulated once
 
 
-def test_tensors_on_the_gpu_run_eagerly_with_one_warning(gpu_or_stand_in):
+def test_tensors_on_the_gpu_are_captured_not_run_eagerly(gpu_or_stand_in):
     mg.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).to("gpu")
     compiled = mg.compile(model)
     x = mg.randn(2, 3).to("gpu")
-    with pytest.warns(RuntimeWarning, match=r"runs eagerly: a tensor on cuda"):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="mg.compile")
         out = compiled(x)
     expected = model(x)
-    assert out.device == "gpu"
+    assert out.device == "gpu" and len(compiled._compiled_forward.plans()) == 1
     assert_bits_equal(out.cpu().array, expected.cpu().array)
-    out.sum().backward()
+    out.sum().backward()  # the recorded backward, on the GPU
+    got_grad = model[0].weight.grad.cpu().array.copy()
+    model.zero_grad()
+    expected.sum().backward()
     assert model[0].weight.grad.device == "gpu"
+    assert_bits_equal(got_grad, model[0].weight.grad.cpu().array)
 
 
 def test_a_number_numpy_computes_from_arrays_is_checked_at_every_replay():

@@ -332,7 +332,9 @@ SPECIAL_PROGRAMS = {
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("name", SPECIAL_PROGRAMS)
-def test_each_op_keeps_numpys_bits_on_signed_zeros_nan_and_infinities(name, dtype):
+def test_each_op_keeps_numpys_bits_on_signed_zeros_nan_and_infinities(name, dtype,
+                                                                      monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
     program = SPECIAL_PROGRAMS[name]
     values = np.array(SPECIAL, dtype=dtype)
     a, b = mg.tensor(values[:, None]), mg.tensor(values[None, :])  # every pair, and ties

@@ -35,7 +35,8 @@ from minigrad.compile.steps import (
     TensorRef,
     Unit,
 )
-from minigrad.compile.traced import ACTIVE, TracedArray, plain
+from minigrad.compile.traced import ACTIVE, plain
+from minigrad.compile.traced_device import is_array, is_device_array, traced_view
 from minigrad.nn.modules.module import Module
 from minigrad.tensor import Tensor
 
@@ -151,10 +152,10 @@ def _trace_backward(recorder: Recorder, result) -> dict | None:
     recorder.tracing_backward = True
     recorder.depth += 1
     try:
-        ones = np.ones(output.array.shape, output.array.dtype)
+        ones = output.xp.ones(output.array.shape, output.array.dtype)
     finally:
         recorder.depth -= 1
-    stand_in = np.ndarray.view(ones, TracedArray)
+    stand_in = traced_view(ones)
     grad_slot = recorder._register(stand_in)
     grads = engine.grad([output], [e.tensor for e in leaves],
                         grad_outputs=[Tensor._wrap(stand_in)], allow_unused=True)
@@ -247,7 +248,7 @@ def _slots(template) -> list[int]:
 def _arrays(outputs) -> list:
     if isinstance(outputs, Tensor):
         return [outputs.array]
-    if isinstance(outputs, np.ndarray):
+    if is_array(outputs):
         return [outputs]
     if type(outputs) in (tuple, list):
         return [a for v in outputs for a in _arrays(v)]
@@ -262,7 +263,8 @@ def _grad_copy(tensor: Tensor):
 
 
 def _same(got, want) -> bool:
-    """Bit for bit (NaNs in the same places count as equal)."""
+    """Bit for bit (NaNs in the same places count as equal); GPU arrays on the host."""
+    got, want = (a.get() if is_device_array(a) else a for a in (got, want))
     got = np.asarray(got)
     return (got.shape == want.shape and got.dtype == want.dtype
             and np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"))

@@ -7,8 +7,9 @@ A plan replays one combination of what the eager run depended on:
   identity), grad mode, anomaly mode and the kernel mode. Another key looks for (or
   captures) another plan.
 - `Checks`, made after a capture: the tensors the step reached besides its arguments
-  (parameters, buffers, gradients: the same objects, with arrays of the same shape,
-  dtype and strides, still registered under their names in the modules it called),
+  (parameters, buffers, gradients: the same objects, with arrays of the same type (so
+  on the same device), shape, dtype and strides, still registered under their names
+  in the modules it called),
   whether each gradient it read was None, and the plain attributes of every module it
   called (its training flag, a dropout probability, ...).
 """
@@ -18,6 +19,7 @@ import numpy as np
 
 from minigrad.autograd import is_anomaly_enabled, is_grad_enabled
 from minigrad.compile.recorder import Recorder
+from minigrad.compile.traced import plain
 from minigrad.kernels import get_mode
 from minigrad.tensor import Tensor
 
@@ -96,7 +98,9 @@ class Checks:
     """What a plan assumes of the tensors and modules outside its arguments."""
 
     def __init__(self, recorder: Recorder, externals: list):
-        self.arrays = [(e.tensor, e.attribute, e.shape, e.dtype, e.strides)
+        # the array's type is its device: numpy.ndarray or cupy.ndarray
+        self.arrays = [(e.tensor, e.attribute, e.shape, e.dtype, e.strides,
+                        type(plain(recorder.keep_of(e.slot))))
                        for e in externals if e.argument is None]
         self.grads = []  # (tensor or None, argument position or None, whether it was None)
         for tensor, was_none in recorder.grad_start.values():
@@ -114,12 +118,13 @@ class Checks:
                            for name, value in attributes.items()]
 
     def hold(self, tensors: list[Tensor]) -> bool:
-        for tensor, attribute, shape, dtype, strides in self.arrays:
+        for tensor, attribute, shape, dtype, strides, kind in self.arrays:
             owner = tensor if attribute == "array" else tensor.grad
             if owner is None:
                 return False
             a = owner.array
-            if a.shape != shape or a.dtype != dtype or a.strides != strides:
+            if type(a) is not kind or a.shape != shape or a.dtype != dtype or \
+                    a.strides != strides:
                 return False
         for tensor, position, was_none in self.grads:
             leaf = tensor if tensor is not None else tensors[position]

@@ -8,6 +8,9 @@ it; this is how minigrad/profiler.py times ops too).
   slot);
 - NumPy's array creation and conversion functions (`np.zeros`, `np.asarray`, ...), which
   no array hook sees, and minigrad's random draws (mg.random, mg.Generator);
+- when the GPU is usable, every public function and ufunc of the cupy module (of the
+  stand-in under MINIGRAD_FAKE_GPU=1): ops call `xp.<fn>` with xp the module of their
+  arrays, and CuPy has no hook for that (traced_device.py);
 - `Tensor.item()`, `.numpy()`, `bool(t)`, printing, and collectives between processes:
   the capture stops there;
 - `Tensor.grad` and `Tensor.array`, properties while capturing: reading and setting
@@ -27,8 +30,10 @@ import numpy as np
 from minigrad import distributed, random
 from minigrad.autograd import engine
 from minigrad.autograd.function import Function
+from minigrad.backend.device import cupy_or_none
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.traced import ACTIVE
+from minigrad.compile.traced_device import device_functions, is_plain_array
 from minigrad.distributed import collectives
 from minigrad.generator import Generator
 from minigrad.nn import utils as nn_utils
@@ -82,6 +87,10 @@ class Patches:
         self._set(Function, "apply", classmethod(_binding_apply(Function.apply.__func__)))
         for name in NUMPY_CREATION:
             self._set(np, name, _recorded_creation(getattr(np, name)))
+        cupy = cupy_or_none()
+        if cupy is not None:  # ops call cupy.<fn>, which no array hook sees
+            for name, recorded in _device_functions(cupy).items():
+                self._set(cupy, name, recorded)
         for name in RANDOM_DRAWS:
             self._set(random, name, _recorded_draw(getattr(random, name)))
         for name in GENERATOR_DRAWS:
@@ -110,6 +119,11 @@ class Patches:
 
 
 _MISSING = object()
+
+
+@functools.lru_cache(maxsize=4)
+def _device_functions(cupy) -> dict:
+    return device_functions(cupy)
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -253,7 +267,7 @@ def _binding_array(slot):
     def read(tensor):
         array = slot.__get__(tensor)
         recorder = _recording()
-        if recorder is not None and type(array) is np.ndarray:
+        if recorder is not None and is_plain_array(array):
             return recorder.first_read(tensor, array)
         return array
 

@@ -23,6 +23,7 @@ import numpy as np
 from minigrad.compile.slots import Slots, flattened
 from minigrad.compile.steps import Call, Guard, Opaque, Ref, SetGrad, TensorRef, Unit
 from minigrad.compile.traced import TracedArray, plain
+from minigrad.compile.traced_device import is_array, is_plain_array, is_traced, traced_view
 from minigrad.tensor import Tensor
 
 _asarray = np.asarray  # NumPy's own (the capture wraps np.asarray: patches.py)
@@ -111,14 +112,14 @@ class Recorder(Slots):
         traced = mapping.get(id(value))
         if traced is None:
             array = _asarray(value) if isinstance(value, np.generic) else value
-            traced = np.ndarray.view(array, TracedArray)
+            traced = traced_view(array)
             mapping[id(value)] = traced
         return traced
 
     def _node_attribute(self, step: Unit, value, mapping: dict, path: tuple):
         """An attribute forward stored on its node, with its arrays traced (new ones
         become slots the replay reads back from the node)."""
-        if isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, TracedArray):
+        if (isinstance(value, np.generic) or is_array(value)) and not is_traced(value):
             traced = self._traced(value, mapping)
             if id(traced) not in self.slot_of:
                 step.attributes[self._register(traced)] = path
@@ -131,12 +132,16 @@ class Recorder(Slots):
     def saved_in_unit(self, arrays: tuple) -> tuple:
         """save_for_backward inside a Unit: the traced arrays standing for `arrays`."""
         traced = tuple(self._traced(a, self.unit_arrays)
-                       if isinstance(a, (np.ndarray, np.generic)) else a for a in arrays)
-        self.unit_saved.extend(t for t in traced if isinstance(t, TracedArray))
+                       if isinstance(a, np.generic) or is_array(a) else a for a in arrays)
+        self.unit_saved.extend(t for t in traced if is_traced(t))
         return traced
 
     def value_read(self, array: TracedArray, name: str, convert, args: tuple):
-        value = convert(plain(array), *args)
+        self.depth += 1  # a GPU array's value is copied to the host: nothing to record
+        try:
+            value = convert(plain(array), *args)
+        finally:
+            self.depth -= 1
         self.steps.append(Guard(self.slot(array), convert, args, value,
                                 f"{name}() of an array"))
         return value
@@ -154,7 +159,7 @@ class Recorder(Slots):
         made_plain = []
         for t in tensors:
             for owner in (t, t.__dict__.get("grad")):
-                if owner is not None and type(owner.array) is TracedArray:
+                if owner is not None and is_traced(owner.array):
                     made_plain.append((owner, owner.array))
                     owner.array = plain(owner.array)
         versions = self.rollback.versions_now()
@@ -167,8 +172,8 @@ class Recorder(Slots):
                 owner.array = traced
             self.rollback.exclude_version_changes(versions)
         out = None
-        if isinstance(result, Tensor) and type(result.array) is np.ndarray:
-            traced = np.ndarray.view(result.array, TracedArray)
+        if isinstance(result, Tensor) and is_plain_array(result.array):
+            traced = traced_view(result.array)
             out = TensorRef(self._new_slot(traced))
             result.array = traced
         self.steps.append(Opaque(fn, args_template, kwargs_template, out, _label(fn),
@@ -183,7 +188,7 @@ class Recorder(Slots):
             self.depth += 1  # the gradient's array is bound as the leaf's, not its own
             try:
                 self.rollback.grad(tensor, value)
-                unbound = value is not None and type(value.array) is np.ndarray
+                unbound = value is not None and is_plain_array(value.array)
             finally:
                 self.depth -= 1
             if unbound:

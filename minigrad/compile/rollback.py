@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
-
 from minigrad import random
+from minigrad.compile.traced import plain
+from minigrad.compile.traced_device import is_array
 from minigrad.generator import Generator
 from minigrad.optim.lr_scheduler_base import LRScheduler
 from minigrad.optim.optimizer import Optimizer
@@ -29,7 +29,7 @@ class Rollback:
         self._generators: dict[int, tuple] = {}  # id -> (generator, state)
         self._rng = random.get_rng_state()
 
-    def array(self, array: np.ndarray) -> None:
+    def array(self, array) -> None:
         if id(array) not in self._arrays:
             self._arrays[id(array)] = (array, array.copy())
 
@@ -61,7 +61,7 @@ class Rollback:
         if id(tensor) not in self._grads:
             self._grads[id(tensor)] = (tensor, grad)
             if grad is not None:
-                self.array(np.ndarray.view(grad.array, np.ndarray))
+                self.array(plain(grad.array))
 
     def generator(self, generator: Generator) -> None:
         if id(generator) not in self._generators:
@@ -94,8 +94,8 @@ class Rollback:
         if isinstance(target, Optimizer) and id(target) not in self._objects:
             for group in target.param_groups:
                 for param in group["params"]:
-                    self.array(np.ndarray.view(param.array, np.ndarray))
-            state = {param: {k: (v.copy() if isinstance(v, np.ndarray) else copy.copy(v))
+                    self.array(plain(param.array))
+            state = {param: {k: (v.copy() if is_array(v) else copy.copy(v))
                              for k, v in entries.items()}
                      for param, entries in target.state.items()}
             groups = [{k: copy.copy(v) for k, v in group.items() if k != "params"}
@@ -137,7 +137,7 @@ def _restore_optimizer(optimizer: Optimizer, state: dict, groups: list) -> None:
     for param, entries in state.items():
         current = optimizer.state.setdefault(param, {})
         for key, value in entries.items():
-            if isinstance(value, np.ndarray) and isinstance(current.get(key), np.ndarray):
+            if is_array(value) and is_array(current.get(key)):
                 current[key][...] = value
             else:
                 current[key] = value

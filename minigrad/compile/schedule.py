@@ -47,6 +47,11 @@ def slots_in(template):
             yield from slots_in(t)
 
 
+def has_ref(template) -> bool:
+    """Whether a template refers to any slot."""
+    return next(slots_in(template), None) is not None
+
+
 def last_uses(steps: list, output, keep) -> list:
     """Per step, the slots to drop after it: those no later step (nor the output) uses."""
     last: dict[int, int] = {}

@@ -17,6 +17,14 @@ import numpy as np
 from minigrad.compile.rollback import Rollback
 from minigrad.compile.steps import External, GraphBreak, Ref, TensorRef, user_line
 from minigrad.compile.traced import TracedArray, plain
+from minigrad.compile.traced_device import (
+    is_array,
+    is_device_array,
+    is_plain_array,
+    is_traced,
+    root,
+    traced_view,
+)
 from minigrad.nn.parallel.distributed import DistributedDataParallel
 from minigrad.tensor import Tensor
 
@@ -46,7 +54,7 @@ class Slots:
         slot = self.slot_count
         self.slot_count += 1
         self.slot_of[id(traced)] = slot
-        self.slot_roots[slot] = id(_root(traced))
+        self.slot_roots[slot] = id(root(traced))
         self._arrays_of_slots[slot] = traced
         return slot
 
@@ -56,7 +64,11 @@ class Slots:
 
     def recorded_arrays(self) -> dict[int, np.ndarray]:
         """The array each slot held during the capture, plain (fusion reads their
-        shapes, dtypes and layouts, and compiles its kernels on them)."""
+        shapes, dtypes and layouts, and compiles its kernels on them); None when any
+        is a GPU array: fusion's kernels are Numba CPU kernels, so a plan that computes
+        on the GPU runs its steps unfused."""
+        if any(is_device_array(traced) for traced in self._arrays_of_slots.values()):
+            return None
         return {slot: plain(traced) for slot, traced in self._arrays_of_slots.items()}
 
     def slot(self, array) -> int:
@@ -83,12 +95,13 @@ class Slots:
         self.depth += 1  # reading .array here binds nothing
         try:
             array = owner.array
-            if type(array) is not np.ndarray:
-                self.refuse(f"a tensor on {owner.device} (mg.compile captures CPU tensors)")
+            if not is_plain_array(array):
+                self.refuse(f"a tensor whose array is a {type(array).__name__} (mg.compile "
+                            "captures NumPy and CuPy arrays)")
             if tensor._hooks:
                 self.refuse(f"a tensor of shape {array.shape} with hooks (their Python runs "
                             "only while the step is captured)")
-            traced = np.ndarray.view(array, TracedArray)
+            traced = traced_view(array)
             owner.array = traced
         finally:
             self.depth -= 1
@@ -96,7 +109,7 @@ class Slots:
         position = self.arguments.get(id(tensor), (None,))[0]
         self.externals.append(External(slot, tensor, attribute, array.shape, array.dtype,
                                        array.strides, position))
-        self.external_roots.add(id(_root(array)))
+        self.external_roots.add(id(root(array)))
         self.rollback.array(array)
         self.rollback.version(owner)
         self.swapped.append((owner, array))
@@ -113,7 +126,7 @@ class Slots:
         """Bind the tensors a Function is applied to that the capture has not seen yet."""
         for t in tensors:
             data = t.array
-            if type(data) is TracedArray and id(data) in self.slot_of:
+            if is_traced(data) and id(data) in self.slot_of:
                 continue
             if id(t) in self.created:
                 self.refuse(f"a tensor of shape {tuple(t.shape)} made from an array "
@@ -135,18 +148,18 @@ class Slots:
                     if t is None or id(t) in self.created:
                         continue
                     self.registered.append((registry, name, t))
-                    if type(t.array) is np.ndarray:
+                    if is_plain_array(t.array):
                         self.bind(t, "array")
 
     # ------------------------------------------------------------------ templates
     def template(self, value):
         """`value` with every traced array replaced by its Ref (and tensors, inside an
         opaque call, by TensorRefs); GraphBreak for an array the capture cannot place."""
-        if isinstance(value, np.ndarray):
+        if is_array(value):
             return Ref(self.slot(value))
         if isinstance(value, Tensor):
             data = value.array
-            if type(data) is TracedArray and id(data) in self.slot_of:
+            if is_traced(data) and id(data) in self.slot_of:
                 return TensorRef(self.slot_of[id(data)])
             return value  # a tensor from outside, taken as it is (a parameter, say)
         kind = type(value)
@@ -154,7 +167,7 @@ class Slots:
             return kind(self.template(v) for v in value)
         if kind is dict:
             return {k: self.template(v) for k, v in value.items()}
-        if kind is slice and any(isinstance(p, np.ndarray) for p in
+        if kind is slice and any(is_array(p) for p in
                                  (value.start, value.stop, value.step)):
             self.refuse("a slice whose bounds are arrays")
         return value
@@ -172,14 +185,14 @@ class Slots:
             return kind(self._opaque_template(v) for v in value)
         if kind is dict:
             return {k: self._opaque_template(v) for k, v in value.items()}
-        if isinstance(value, np.ndarray):
+        if is_array(value):
             self.refuse("an array passed to a library call replayed as Python")
         return value
 
     def _plain(self, value, arrays: dict):
         """`value` with traced arrays made plain; arrays maps each plain view's id back to
         its traced array (a call that returns one of them returns that traced array)."""
-        if isinstance(value, TracedArray):
+        if is_traced(value):
             view = plain(value)
             arrays[id(view)] = value
             return view
@@ -195,10 +208,10 @@ class Slots:
     def _result(self, value, arrays: dict):
         """Register what a call returned: (the traced result, its template, whether
         NumPy returned a scalar where the capture made a 0-d array)."""
-        if isinstance(value, np.ndarray):
+        if is_array(value):
             known = arrays.get(id(value))
             if known is None:
-                known = np.ndarray.view(value, TracedArray)
+                known = traced_view(value)
                 self._new_slot(known)
             return known, Ref(self.slot_of[id(known)]), False
         if isinstance(value, np.generic):
@@ -214,14 +227,7 @@ class Slots:
         raise GraphBreak(f"{what}, at {user_line()}")
 
     def _is_external_memory(self, array) -> bool:
-        return isinstance(array, np.ndarray) and id(_root(array)) in self.external_roots
-
-
-def _root(array: np.ndarray) -> np.ndarray:
-    """The array that owns the memory `array` views."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+        return is_array(array) and id(root(array)) in self.external_roots
 
 
 def flattened(value):

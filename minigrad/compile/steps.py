@@ -1,5 +1,6 @@
 """What a capture records: slots referred to inside templates of arguments, the kinds
-of step (recorder.py says what each is), and GraphBreak, which ends a capture.
+of step (recorder.py says what each is), GraphBreak, which ends a capture, and
+GuardFailed, which ends a replay.
 
 A template is an argument structure (tuples, lists, dicts, constants) in which `Ref(n)`
 stands for the array in slot n, and `TensorRef(n)` for a tensor around it.
@@ -26,6 +27,10 @@ class GraphBreak(BaseException):  # noqa: N818  (not an error of the user's prog
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class GuardFailed(Exception):
+    """A value the capture read differs at replay: the call runs eagerly instead."""
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,13 @@ ACTIVE = _Active()
 
 
 def plain(array: np.ndarray) -> np.ndarray:
-    """The plain ndarray a TracedArray views (the same memory)."""
-    return np.ndarray.view(array, np.ndarray)
+    """The plain ndarray a TracedArray views (the same memory); for a traced CuPy array,
+    the plain CuPy array (traced_device.py)."""
+    if isinstance(array, np.ndarray):
+        return np.ndarray.view(array, np.ndarray)
+    from minigrad.compile import traced_device  # which imports this module
+
+    return traced_device.plain_device(array)
 
 
 def plain_structure(value):

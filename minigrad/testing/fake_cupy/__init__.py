@@ -57,6 +57,12 @@ def get_default_pinned_memory_pool():
     return DEFAULT_PINNED_POOL
 
 
+def __dir__() -> list[str]:
+    """Every name the module has, those made on first use included (as dir(cupy) lists
+    CuPy's functions)."""
+    return sorted(set(globals()) | set(FUNCTIONS))
+
+
 def __getattr__(name: str):
     """Functions, ufuncs and dtypes on first use; AttributeError for anything else."""
     try:

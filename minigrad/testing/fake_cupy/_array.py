@@ -15,6 +15,7 @@ copies reach, with CuPy's rules (cupy/_core/core.pyx and _routines_indexing.pyx)
 """
 from __future__ import annotations
 
+import builtins
 import weakref
 
 import numpy as np
@@ -336,6 +337,17 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
                                            **{key: to_host(v, name) for key, v in kwargs.items()})
         out = kwargs.get("out")
         return out if type(out) is ndarray else wrap(result)
+
+    def view(self, dtype=None, type=None):  # noqa: A002  (CuPy's names)
+        """A view of the same memory, as `type` (a subclass of ndarray) when given;
+        its `base` is the array owning the memory."""
+        host = self._host.view() if dtype is None else self._host.view(dtype)
+        array = adopt(host)
+        if type is not None and type is not ndarray:
+            if not (isinstance(type, builtins.type) and issubclass(type, ndarray)):
+                raise TypeError(f"Type must be a sub-type of ndarray type, got {type!r}")
+            array.__class__ = type
+        return array
 
     def take(self, indices, axis=None, out=None):
         """Like CuPy's take, out-of-range indices wrap around."""
