@@ -61,8 +61,9 @@ def plain(array: np.ndarray) -> np.ndarray:
 
 
 def plain_structure(value):
-    """`value` with every TracedArray inside tuples, lists and dicts made plain."""
-    if isinstance(value, TracedArray):
+    """`value` with every traced array (NumPy or CuPy) inside tuples, lists and dicts made
+    plain."""
+    if type(value) in TRACED_TYPES:
         return plain(value)
     if type(value) in (tuple, list):
         return type(value)(plain_structure(v) for v in value)
@@ -71,7 +72,7 @@ def plain_structure(value):
     return value
 
 
-def _recorder():
+def active_recorder():
     """The recorder to report to, or None: no capture in this thread, or inside a step."""
     recorder = ACTIVE.recorder
     if recorder is None or recorder.depth:
@@ -84,13 +85,13 @@ class TracedArray(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         call = ufunc if method == "__call__" else getattr(ufunc, method)
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
             return call(*plain_structure(inputs), **plain_structure(kwargs))
         return recorder.call(call, inputs, kwargs, writes=kwargs.get("out", ()))
 
     def __array_function__(self, func, types, args, kwargs):
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
             return func(*plain_structure(args), **plain_structure(kwargs))
         written = kwargs.get("out", ())
@@ -104,25 +105,33 @@ class TracedArray(np.ndarray):
             yield self[index]
 
 
-def _recorded_method(name: str):
-    unbound = getattr(np.ndarray, name)
+# the traced array types: TracedArray and the CuPy ones of traced_device.py
+TRACED_TYPES: set[type] = {TracedArray}
+
+# The wrappers below make the traced methods of TracedArray here, and of the CuPy traced
+# arrays in traced_device.py; `array_type` is the plain class whose method is wrapped.
+
+
+def recorded_method(array_type: type, name: str, writing: bool):
+    """A method recorded as one step (`writing`: it writes into the array itself)."""
+    unbound = getattr(array_type, name)
 
     def method(self, *args, **kwargs):
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
             return unbound(plain(self), *plain_structure(args), **plain_structure(kwargs))
-        writes = (self,) if name in WRITING_METHODS else kwargs.get("out", ())
+        writes = (self,) if writing else kwargs.get("out", ())
         return recorder.call(unbound, (self, *args), kwargs, writes=writes)
 
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
     return method
 
 
-def _recorded_property(name: str):
+def recorded_property(name: str):
     getter = operator.attrgetter(name)
 
     def read(self):
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
             return getter(plain(self))
         return recorder.call(getter, (self,), {}, writes=())
@@ -130,9 +139,10 @@ def _recorded_property(name: str):
     return property(read)
 
 
-def _value_read(name: str, convert):
+def value_read(name: str, convert):
+    """A read of the array's values into Python: checked again at each replay."""
     def read(self, *args):
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
             return convert(plain(self), *args)
         return recorder.value_read(self, name, convert, args)
@@ -141,24 +151,26 @@ def _value_read(name: str, convert):
     return read
 
 
-def _refused(name: str):
-    unbound = getattr(np.ndarray, name)
+def refused(array_type: type, name: str, what: str):
+    """A method no replay can redo: calling it stops the capture, saying `what` it is."""
+    unbound = getattr(array_type, name)
 
     def refuse(self, *args, **kwargs):
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
             return unbound(plain(self), *args, **kwargs)
-        recorder.refuse(f"ndarray.{name.strip('_')}() of a captured value")
+        recorder.refuse(what)
 
     refuse.__name__ = name
     return refuse
 
 
 for _name in RECORDED_METHODS:
-    setattr(TracedArray, _name, _recorded_method(_name))
+    setattr(TracedArray, _name, recorded_method(np.ndarray, _name, _name in WRITING_METHODS))
 for _name in RECORDED_PROPERTIES:
-    setattr(TracedArray, _name, _recorded_property(_name))
+    setattr(TracedArray, _name, recorded_property(_name))
 for _name, _convert in VALUE_READS.items():
-    setattr(TracedArray, _name, _value_read(_name, _convert))
+    setattr(TracedArray, _name, value_read(_name, _convert))
 for _name in REFUSED:
-    setattr(TracedArray, _name, _refused(_name))
+    setattr(TracedArray, _name,
+            refused(np.ndarray, _name, f"ndarray.{_name.strip('_')}() of a captured value"))

@@ -25,7 +25,16 @@ import types
 import numpy as np
 
 from minigrad.backend.device import cupy_or_none
-from minigrad.compile.traced import ACTIVE, TracedArray, plain_structure
+from minigrad.compile.traced import (
+    TRACED_TYPES,
+    TracedArray,
+    active_recorder,
+    plain_structure,
+    recorded_method,
+    recorded_property,
+    refused,
+    value_read,
+)
 
 # operators of cupy.ndarray that compute a new array
 _OPERATOR_NAMES = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
@@ -61,14 +70,6 @@ NOT_RECORDED = frozenset(("get_array_module", "is_available", "fuse", "memoize",
 _WRITING_UFUNC_METHODS = ("at",)
 
 
-def _recorder():
-    recorder = ACTIVE.recorder
-    return None if recorder is None or recorder.depth else recorder
-
-
-_TRACED_CLASSES: set = set()
-
-
 @functools.cache
 def traced_class(device_ndarray: type) -> type:
     """The TracedDeviceArray subclass of one module's ndarray (module docstring)."""
@@ -79,25 +80,26 @@ def traced_class(device_ndarray: type) -> type:
         del namespace["__slots__"]
     for name in RECORDED_METHODS + WRITING_METHODS:
         if hasattr(device_ndarray, name):
-            namespace[name] = _recorded_method(device_ndarray, name)
+            namespace[name] = recorded_method(device_ndarray, name, name in WRITING_METHODS)
     for name in RECORDED_PROPERTIES:
         if hasattr(device_ndarray, name):
-            namespace[name] = _recorded_property(device_ndarray, name)
+            namespace[name] = recorded_property(name)
     for name, convert in VALUE_READS.items():
-        namespace[name] = _value_read(device_ndarray, name, convert)
+        namespace[name] = value_read(name, convert)
     for name in REFUSED:
         if hasattr(device_ndarray, name):
-            namespace[name] = _refused(device_ndarray, name)
-    namespace["__array_ufunc__"] = _array_ufunc(device_ndarray)
-    namespace["__array_function__"] = _array_function(device_ndarray)
-    namespace["__iter__"] = _iterate
+            namespace[name] = refused(device_ndarray, name, f"cupy.ndarray.{name.strip('_')}() "
+                                      "of a captured value (a copy to the host)")
+    # NumPy's hooks and row-by-row iteration, as TracedArray's
+    for name in ("__array_ufunc__", "__array_function__", "__iter__"):
+        namespace[name] = vars(TracedArray)[name]
     traced = type("TracedDeviceArray", (device_ndarray,), namespace)
-    _TRACED_CLASSES.add(traced)
+    TRACED_TYPES.add(traced)
     return traced
 
 
 def is_traced_device(array) -> bool:
-    return type(array) in _TRACED_CLASSES
+    return type(array) in TRACED_TYPES and type(array) is not TracedArray
 
 
 def traced_device_view(array):
@@ -109,7 +111,7 @@ def traced_device_view(array):
 def plain_device(array):
     """The plain device array a TracedDeviceArray views (the same memory)."""
     device_ndarray = type(array)
-    if device_ndarray in _TRACED_CLASSES:
+    if is_traced_device(array):
         device_ndarray = device_ndarray.__mro__[1]
     return device_ndarray.view(array, type=device_ndarray)
 
@@ -139,7 +141,7 @@ def is_plain_array(value) -> bool:
 
 
 def is_traced(value) -> bool:
-    return type(value) is TracedArray or type(value) in _TRACED_CLASSES
+    return type(value) in TRACED_TYPES
 
 
 def traced_view(array):
@@ -157,96 +159,6 @@ def root(array):
 
 
 _PYTHON_VALUES = (bool, int, float, complex, str, type(None))
-
-
-def _plain_of(value):
-    """plain_structure for device arrays too."""
-    if is_traced_device(value):
-        return plain_device(value)
-    if type(value) in (tuple, list):
-        return type(value)(_plain_of(v) for v in value)
-    if type(value) is dict:
-        return {k: _plain_of(v) for k, v in value.items()}
-    return plain_structure(value)
-
-
-def _recorded_method(device_ndarray: type, name: str):
-    unbound = getattr(device_ndarray, name)
-    writing = name in WRITING_METHODS
-
-    def method(self, *args, **kwargs):
-        recorder = _recorder()
-        if recorder is None:
-            return unbound(plain_device(self), *_plain_of(args), **_plain_of(kwargs))
-        writes = (self,) if writing else kwargs.get("out", ())
-        return recorder.call(unbound, (self, *args), kwargs, writes=writes)
-
-    method.__name__ = method.__qualname__ = name
-    return method
-
-
-def _recorded_property(device_ndarray: type, name: str):
-    getter = operator.attrgetter(name)
-
-    def read(self):
-        recorder = _recorder()
-        if recorder is None:
-            return getter(plain_device(self))
-        return recorder.call(getter, (self,), {}, writes=())
-
-    return property(read)
-
-
-def _value_read(device_ndarray: type, name: str, convert):
-    def read(self, *args):
-        recorder = _recorder()
-        if recorder is None:
-            return convert(plain_device(self), *args)
-        return recorder.value_read(self, name, convert, args)
-
-    read.__name__ = name
-    return read
-
-
-def _refused(device_ndarray: type, name: str):
-    unbound = getattr(device_ndarray, name)
-
-    def refuse(self, *args, **kwargs):
-        recorder = _recorder()
-        if recorder is None:
-            return unbound(plain_device(self), *args, **kwargs)
-        recorder.refuse(f"cupy.ndarray.{name.strip('_')}() of a captured value (a copy "
-                        "to the host)")
-
-    refuse.__name__ = name
-    return refuse
-
-
-def _array_ufunc(device_ndarray: type):
-    def array_ufunc(self, ufunc, method, *inputs, **kwargs):
-        call = ufunc if method == "__call__" else getattr(ufunc, method)
-        recorder = _recorder()
-        if recorder is None:
-            return call(*_plain_of(inputs), **_plain_of(kwargs))
-        return recorder.call(call, inputs, kwargs, writes=kwargs.get("out", ()))
-
-    return array_ufunc
-
-
-def _array_function(device_ndarray: type):
-    def array_function(self, func, types_, args, kwargs):
-        recorder = _recorder()
-        if recorder is None:
-            return func(*_plain_of(args), **_plain_of(kwargs))
-        return recorder.call(func, args, kwargs, writes=kwargs.get("out", ()))
-
-    return array_function
-
-
-def _iterate(self):
-    # row by row through the recorded __getitem__
-    for index in range(len(self)):
-        yield self[index]
 
 
 # ----------------------------------------------------------------------------- the module
@@ -274,9 +186,9 @@ class RecordedFunction:
         functools.update_wrapper(self, function, updated=())
 
     def __call__(self, *args, **kwargs):
-        recorder = _recorder()
+        recorder = active_recorder()
         if recorder is None:
-            return self._function(*_plain_of(args), **_plain_of(kwargs))
+            return self._function(*plain_structure(args), **plain_structure(kwargs))
         writes = kwargs.get("out", ())
         if self._writes_first and args:
             writes = (args[0],)
