@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from helpers import assert_bits_equal
 from test_compile_models import _train_gpt
+from training_steps import training_step
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -22,14 +23,7 @@ def _docs_step(compiled: bool):
     mg.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
     optimizer = optim.SGD(model.parameters(), lr=0.1)
-
-    def train_step(x, y):
-        optimizer.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
+    train_step = training_step(model, optimizer)
     return (mg.compile(train_step) if compiled else train_step), model
 
 

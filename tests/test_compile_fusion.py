@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from training_steps import training_step
 
 import minigrad as mg
-import minigrad.nn.functional as F
 from minigrad import nn, optim
 from minigrad.compile import fusion, kernel_source
 from minigrad.compile.kernel_cache import cache_folder, load_kernel
@@ -69,14 +69,7 @@ def _train(build, make_optimizer, batch, how: str, monkeypatch, dtype=mg.float32
     mg.manual_seed(0)
     model = build().to(dtype)
     optimizer = make_optimizer(model.parameters())
-
-    def train_step(x, y):
-        optimizer.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
+    train_step = training_step(model, optimizer)
     step = train_step if how == "eager" else mg.compile(train_step)
     rng = np.random.default_rng(1)
     losses = []
@@ -136,15 +129,7 @@ def _linear_relu_mse_sgd(monkeypatch):
     mg.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
     optimizer = optim.SGD(model.parameters(), lr=0.1)
-
-    @mg.compile
-    def train_step(x, y):
-        optimizer.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        optimizer.step()
-        return loss
-
+    train_step = mg.compile(training_step(model, optimizer))
     train_step(mg.randn(4, 3), mg.randn(4, 2))
     return train_step
 

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 from helpers import requires_cuda
+from training_steps import training_step
 
 import minigrad as mg
 import minigrad.nn.functional as F
@@ -35,14 +36,7 @@ def _batches(device: str, count: int = 4) -> list:
 def _train(device: str, compiled: bool):
     model = _model(device)
     opt = optim.AdamW(model.parameters(), lr=3e-2)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = training_step(model, opt, F.cross_entropy)
     run = mg.compile(step) if compiled else step
     losses = [run(x, y).numpy().copy() for x, y in _batches(device)]
     return losses, [p.numpy().copy() for p in model.parameters()], run
