@@ -24,9 +24,9 @@ import sys
 import warnings
 
 from minigrad import random
-from minigrad.amp import is_autocast_enabled
+from minigrad.amp.autocast_mode import STATE as AUTOCAST
 from minigrad.compile.capture import Broken, capture
-from minigrad.compile.guards import argument_objects, call_key, tensor_arguments
+from minigrad.compile.guards import argument_objects, call_facts
 from minigrad.compile.plan import GuardFailed
 from minigrad.compile.traced import ACTIVE
 from minigrad.nn.modules.module import Module
@@ -93,10 +93,9 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if ACTIVE.recorder is not None:  # inside another capture: be part of it
             return self._fn(*args, **kwargs)
-        tensors = tensor_arguments(args, kwargs)
-        if is_autocast_enabled("cpu") or is_autocast_enabled("cuda"):
+        if True in AUTOCAST.enabled.values():  # this thread's regions, on any device
             return self._eager_call("an autocast region (not captured)", args, kwargs)
-        key = call_key(args, kwargs, tensors)
+        tensors, key = call_facts(args, kwargs)
         if key in self._eager:
             return self._fn(*args, **kwargs)
         entries = self._plans.get(key, ())
@@ -113,7 +112,7 @@ class CompiledFunction:
     def _replay(self, entry, tensors, args, kwargs):
         sources = entry.plan.random_sources
         states = [(s, s.get_state() if s is not None else random.get_rng_state())
-                  for s in sources]
+                  for s in sources] if sources else ()
         try:
             return entry.replay(tensors)
         except GuardFailed:

@@ -141,7 +141,7 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
         kernel(*(arrays[s] for s in inputs), *(np.empty_like(arrays[s]) for s in outputs))
     except Exception:  # noqa: BLE001  (any failure to build the kernel: run it unfused)
         return [step for _, step in group.steps]
-    run = _runner(kernel, [(arrays[s].shape, arrays[s].dtype) for s in outputs])
+    run = _runner(kernel, len(inputs), [(arrays[s].shape, arrays[s].dtype) for s in outputs])
     out = Ref(outputs[0]) if len(outputs) == 1 else tuple(Ref(s) for s in outputs)
     hidden = tuple(node.out for node in group.nodes if node.out not in outputs)
     return [Fused(run, tuple(Ref(s) for s in inputs), {}, out, False, None,
@@ -153,38 +153,58 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
 class _Buffers(threading.local):
     """A fused step's result arrays, per thread (two threads may replay one plan)."""
 
-    arrays: list | None = None
+    arrays: tuple | None = None
 
 
-def _references_of_an_item_held_by_a_list_only() -> int:
-    """sys.getrefcount of a list's item that nothing else holds, as _runner reads it (2
-    in CPython 3.11: the list and getrefcount's argument; measured, not assumed, since
+def _references_of_an_item_held_by_a_tuple_only() -> int:
+    """sys.getrefcount of a tuple's item that nothing else holds, as a runner reads it (2
+    in CPython 3.11: the tuple and getrefcount's argument; measured, not assumed, since
     interpreters differ in the references they count)."""
-    pool, index = [np.empty(0)], 0
-    return sys.getrefcount(pool[index])
+    pool = (np.empty(0),)
+    return sys.getrefcount(pool[0])
 
 
-_ONLY_THE_POOL = _references_of_an_item_held_by_a_list_only()
+_ONLY_THE_POOL = _references_of_an_item_held_by_a_tuple_only()
 
 
-def _runner(kernel, results: list):
+def _runner(kernel, input_count: int, results: list):
     """The function a Fused step calls: the kernel, writing into result arrays allocated
     once and reused at every replay while nothing else holds them. A result the caller
     kept (a returned tensor, a .grad, a view of it, a backward's saved array) is still
-    referenced at the next replay: that replay allocates a new array in its place."""
+    referenced at the next replay: that replay allocates a new array in its place.
+
+    The function is generated for the kernel's number of inputs and results, so that a
+    call makes no loop and spreads no argument tuple:
+
+        def run(in0, in1):
+            pool = buffers.arrays
+            if pool is None or getrefcount(pool[0]) > 2 or getrefcount(pool[1]) > 2:
+                pool = buffers.arrays = renewed(pool)
+            kernel(in0, in1, pool[0], pool[1])
+            return pool[0], pool[1]
+    """
     buffers = _Buffers()
 
-    def run(*inputs):
-        pool = buffers.arrays
+    def renewed(pool: tuple | None) -> tuple:
+        """The pool with a new array for each result something else holds."""
         if pool is None:
-            pool = buffers.arrays = [np.empty(shape, dtype) for shape, dtype in results]
-        for index in range(len(pool)):
-            if sys.getrefcount(pool[index]) > _ONLY_THE_POOL:
-                shape, dtype = results[index]
-                pool[index] = np.empty(shape, dtype)
-        kernel(*inputs, *pool)
-        return pool[0] if len(pool) == 1 else tuple(pool)
+            return tuple(np.empty(shape, dtype) for shape, dtype in results)
+        return tuple(pool[index] if sys.getrefcount(pool[index]) <= _ONLY_THE_POOL
+                     else np.empty(*results[index]) for index in range(len(results)))
 
+    inputs = ", ".join(f"in{index}" for index in range(input_count))
+    pooled = [f"pool[{index}]" for index in range(len(results))]
+    held = " or ".join(f"getrefcount({item}) > {_ONLY_THE_POOL}" for item in pooled)
+    source = (f"def run({inputs}):\n"
+              f"    pool = buffers.arrays\n"
+              f"    if pool is None or {held}:\n"
+              f"        pool = buffers.arrays = renewed(pool)\n"
+              f"    kernel({', '.join([inputs, *pooled])})\n"
+              f"    return {', '.join(pooled)}\n")
+    namespace = {"buffers": buffers, "getrefcount": sys.getrefcount, "renewed": renewed,
+                 "kernel": kernel}
+    exec(compile(source, "<minigrad fused runner>", "exec"), namespace)  # noqa: S102
+    run = namespace["run"]
     run.buffers = buffers  # for tests and curious readers
     return run
 

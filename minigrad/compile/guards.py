@@ -2,7 +2,7 @@
 
 A plan replays one combination of what the eager run depended on:
 
-- `call_key`: the arguments (each tensor's shape, dtype, strides, device and
+- the call key (`call_facts`): the arguments (each tensor's shape, dtype, strides, device and
   requires_grad, which arguments share memory; other values by equality, objects by
   identity), grad mode, anomaly mode and the kernel mode. Another key looks for (or
   captures) another plan.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minigrad.autograd import is_anomaly_enabled, is_grad_enabled
+from minigrad.autograd.grad_mode import MODES
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.traced import plain
 from minigrad.kernels import get_mode
@@ -26,45 +26,36 @@ from minigrad.tensor import Tensor
 _VALUES = (bool, int, float, str, bytes, type(None), complex)
 
 
-def tensor_arguments(args: tuple, kwargs: dict) -> list[Tensor]:
-    """The tensors among the arguments, in a fixed order (nested lists, tuples, dicts)."""
-    found: list[Tensor] = []
-    _collect((args, kwargs), found)
-    return found
-
-
-def _collect(value, found: list) -> None:
-    if isinstance(value, Tensor):
-        found.append(value)
-    elif type(value) in (tuple, list):
-        for v in value:
-            _collect(v, found)
-    elif type(value) is dict:
-        for v in value.values():
-            _collect(v, found)
-
-
-def call_key(args: tuple, kwargs: dict, tensors: list[Tensor]) -> tuple:
-    """What a plan is looked up by (see the module docstring)."""
-    modes = (is_grad_enabled(), is_anomaly_enabled(), get_mode())
+def call_facts(args: tuple, kwargs: dict) -> tuple[list[Tensor], tuple]:
+    """The tensors among the arguments, in a fixed order (nested lists, tuples, dicts),
+    and the call key a plan is looked up by (see the module docstring), in one pass."""
+    modes = (MODES.grad_enabled, MODES.anomaly, get_mode())
     if not args and not kwargs:
-        return modes
-    roots: dict[int, int] = {}
-    sharing = tuple(roots.setdefault(id(_root(t.array)), len(roots)) for t in tensors)
-    return (*modes, sharing, _signature(args), _signature(kwargs) if kwargs else None)
+        return [], modes
+    tensors: list[Tensor] = []
+    roots: dict[int, int] = {}  # id of the memory a tensor views -> its first tensor
+    sharing: list[int] = []
+    signature = _signature(args, tensors, roots, sharing)
+    keywords = _signature(kwargs, tensors, roots, sharing) if kwargs else None
+    return tensors, (*modes, tuple(sharing), signature, keywords)
 
 
-def _signature(value):
+def _signature(value, tensors: list, roots: dict, sharing: list):
+    """What the key holds of one argument; its tensors join `tensors`, and the first
+    tensor viewing the same memory joins `sharing`."""
     if isinstance(value, Tensor):
+        tensors.append(value)
         a = value.array
+        sharing.append(roots.setdefault(id(_root(a)), len(roots)))
         return ("tensor", a.shape, a.dtype.str, a.strides, type(a), value._requires_grad)
     kind = type(value)
     if kind in _VALUES or isinstance(value, np.generic):
         return (kind, value)
     if kind in (tuple, list):
-        return (kind, tuple(_signature(v) for v in value))
+        return (kind, tuple(_signature(v, tensors, roots, sharing) for v in value))
     if kind is dict:
-        return (kind, tuple((k, _signature(v)) for k, v in value.items()))
+        return (kind, tuple((k, _signature(v, tensors, roots, sharing))
+                            for k, v in value.items()))
     return ("object", id(value))
 
 
@@ -95,48 +86,82 @@ def _root(array):
 
 
 class Checks:
-    """What a plan assumes of the tensors and modules outside its arguments."""
+    """What a plan assumes of the tensors and modules outside its arguments.
+
+    `hold(tensors)` is generated code, one comparison per fact, with the captured
+    objects as its globals (`source` is its text):
+
+        def hold(tensors):
+            a = c0.array
+            if type(a) is not c1 or a.shape != (4, 4) or a.dtype != c2 or a.strides != (16, 4):
+                return False
+            owner = c0.grad
+            if owner is None:
+                return False
+            ...
+            if (tensors[0].grad is None) is not True:
+                return False
+            if c5.get('weight') is not c6:
+                return False
+            if c7.get('training', _MISSING) != c8:
+                return False
+            return True
+    """
 
     def __init__(self, recorder: Recorder, externals: list):
-        # the array's type is its device: numpy.ndarray or cupy.ndarray
-        self.arrays = [(e.tensor, e.attribute, e.shape, e.dtype, e.strides,
-                        type(plain(recorder.keep_of(e.slot))))
-                       for e in externals if e.argument is None]
-        self.grads = []  # (tensor or None, argument position or None, whether it was None)
+        self._globals: dict = {"_MISSING": _MISSING}
+        lines = ["def hold(tensors):"]
+        for e in externals:
+            if e.argument is None:
+                # the array's type is its device: numpy.ndarray or cupy.ndarray
+                lines += self._array(e.tensor, e.attribute, e.shape, e.dtype, e.strides,
+                                     type(plain(recorder.keep_of(e.slot))))
         for tensor, was_none in recorder.grad_start.values():
             if was_none is None:
                 continue
             argument = recorder.arguments.get(id(tensor))
-            if argument is None:
-                self.grads.append((tensor, None, was_none))
-            else:
-                self.grads.append((None, argument[0], was_none))
-        self.registered = recorder.registered  # (module's parameter dict, name, tensor)
-        # (a module's attribute dict, a name, its value): one entry per plain attribute
-        self.attributes = [(vars(module), name, value) for module, attributes
-                           in recorder.rollback.module_states()
-                           for name, value in attributes.items()]
+            leaf = self._name(tensor) if argument is None else f"tensors[{argument[0]}]"
+            lines += _unless(f"({leaf}.grad is None) is not {was_none!r}")
+        for registry, name, tensor in recorder.registered:
+            lines += _unless(f"{self._name(registry)}.get({name!r}) is not "
+                             f"{self._name(tensor)}")
+        for module, attributes in recorder.rollback.module_states():
+            for name, value in attributes.items():
+                lines += _unless(f"{self._name(vars(module))}.get({name!r}, _MISSING) != "
+                                 f"{self._name(value)}")
+        lines.append("    return True")
+        self.source = "\n".join(lines) + "\n"
+        exec(compile(self.source, "<minigrad checks>", "exec"), self._globals)  # noqa: S102
+        self.hold = self._globals["hold"]
 
-    def hold(self, tensors: list[Tensor]) -> bool:
-        for tensor, attribute, shape, dtype, strides, kind in self.arrays:
-            owner = tensor if attribute == "array" else tensor.grad
-            if owner is None:
-                return False
-            a = owner.array
-            if type(a) is not kind or a.shape != shape or a.dtype != dtype or \
-                    a.strides != strides:
-                return False
-        for tensor, position, was_none in self.grads:
-            leaf = tensor if tensor is not None else tensors[position]
-            if (leaf.grad is None) != was_none:
-                return False
-        for registry, name, tensor in self.registered:
-            if registry.get(name) is not tensor:
-                return False
-        for attributes, name, value in self.attributes:
-            if attributes.get(name, _MISSING) != value:
-                return False
-        return True
+    def _array(self, tensor, attribute: str, shape, dtype, strides, kind) -> list[str]:
+        """The statements checking one tensor's array (or its .grad's)."""
+        if attribute == "array":
+            lines = [f"    a = {self._name(tensor)}.array"]
+        else:
+            lines = [f"    owner = {self._name(tensor)}.grad", *_unless("owner is None"),
+                     "    a = owner.array"]
+        return lines + _unless(f"type(a) is not {self._name(kind)} or "
+                               f"a.shape != {self._literal(shape)} or "
+                               f"a.dtype != {self._name(dtype)} or "
+                               f"a.strides != {self._literal(strides)}")
+
+    def _literal(self, sizes: tuple) -> str:
+        """A tuple of ints as source; a global for anything else."""
+        if type(sizes) is tuple and all(type(size) is int for size in sizes):
+            return repr(sizes)
+        return self._name(sizes)
+
+    def _name(self, value) -> str:
+        """A global of the generated function standing for `value` (the object itself,
+        so that identity checks compare with it)."""
+        name = f"c{len(self._globals) - 1}"
+        self._globals[name] = value
+        return name
+
+
+def _unless(condition: str) -> list[str]:
+    return [f"    if {condition}:", "        return False"]
 
 
 _MISSING = object()
