@@ -27,7 +27,7 @@ from minigrad import random
 from minigrad.amp.autocast_mode import STATE as AUTOCAST
 from minigrad.compile.capture import Broken, capture
 from minigrad.compile.guards import argument_objects, call_facts
-from minigrad.compile.plan import GuardFailed
+from minigrad.compile.steps import GuardFailed
 from minigrad.compile.traced import ACTIVE
 from minigrad.nn.modules.module import Module
 

@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from minigrad.compile.schedule import has_ref, slots_in, step_outputs
+from minigrad.compile.schedule import has_ref, slots_in, step_outputs, step_reads
 from minigrad.compile.steps import (
     Call,
     Guard,
@@ -58,8 +58,9 @@ def _collector(kept: list):
     return lambda *arrays: kept.extend(arrays)
 
 
-def _as_array(value):
-    """np.asarray, except that a GPU (CuPy) array is kept as it is."""
+def as_array(value):
+    """A NumPy scalar as a 0-d array, as eager's ops return one; arrays (NumPy's or
+    CuPy's) as they are."""
     if type(value) is np.ndarray or not hasattr(value, "__cuda_array_interface__"):
         return _asarray(value)
     return value
@@ -72,7 +73,7 @@ class ReplayFunction:
     def __init__(self, steps: list, frees: list, output):
         """`frees`: per step, the slots to drop after it (schedule.last_uses); `output`:
         the template of what a call returns, which `output(slots)` builds after it."""
-        self._globals = {"_asarray": _as_array, "_generic": np.generic,
+        self._globals = {"_asarray": as_array, "_generic": np.generic,
                          "_wrap": Tensor._wrap, "_guard_failed": _guard_failed,
                          "_collector": _collector}
         self._names: dict[int, str] = {}  # id of an object -> its name in _globals
@@ -234,15 +235,12 @@ class ReplayFunction:
         return name
 
 
-def _read_slots(step) -> list[int]:
-    """Every slot a step's statements name before they set any (its arguments)."""
-    if isinstance(step, Guard):
-        return [step.slot]
-    if isinstance(step, SetGrad):
-        found = [] if step.value is None else [step.value.slot]
-        return found + ([] if step.leaf_slot is None else [step.leaf_slot])
-    keywords = step.params if isinstance(step, Unit) else step.kwargs
-    return list(slots_in((step.args, keywords)))
+def _read_slots(step) -> tuple:
+    """Every slot a step's statements name before they set any: what it reads, and for a
+    `.grad = ...` on an argument, the slot holding the call's tensor."""
+    if isinstance(step, SetGrad) and step.leaf_slot is not None:
+        return (*step_reads(step), step.leaf_slot)
+    return step_reads(step)
 
 
 def _target(template) -> str:

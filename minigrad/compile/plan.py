@@ -16,12 +16,11 @@ import numpy as np
 from minigrad.compile.codegen import ReplayFunction
 from minigrad.compile.fusion import fuse, fusion_enabled
 from minigrad.compile.schedule import hoist_guards, last_uses, slots_in
-from minigrad.compile.steps import (  # GuardFailed: replay.py and api.py take it from here
+from minigrad.compile.steps import (
     Call,
     External,
     Fused,
     Guard,
-    GuardFailed,  # noqa: F401
     Opaque,
     Ref,
     TensorRef,

@@ -12,16 +12,13 @@ it keeps the arrays its backward reads, and nothing else, until backward has run
 """
 from __future__ import annotations
 
-import numpy as np
-
 from minigrad.autograd import is_grad_enabled
 from minigrad.autograd.function import Function
+from minigrad.compile.codegen import as_array
 from minigrad.compile.guards import Checks
 from minigrad.compile.plan import Plan, build_outputs
 from minigrad.compile.steps import External, GuardFailed
 from minigrad.tensor import Tensor
-
-_asarray = np.asarray  # NumPy's own (a capture in another thread wraps it)
 
 
 class Backward:
@@ -83,13 +80,8 @@ class Entry:
         backward = self.backward
         slots[backward.grad_slot] = grad
         backward.plan.run(slots)
-        return [None if slot is None else _as_array(slots[slot])
+        return [None if slot is None else as_array(slots[slot])
                 for slot in backward.input_grads]
-
-
-def _as_array(value):
-    """A NumPy scalar as a 0-d array; arrays (NumPy's or CuPy's) as they are."""
-    return _asarray(value) if isinstance(value, np.generic) else value
 
 
 class CompiledFunction(Function):
