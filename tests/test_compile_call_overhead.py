@@ -9,6 +9,7 @@ import pytest
 from helpers import assert_bits_equal
 
 import minigrad as mg
+from minigrad.compile.fusion import _runner
 from minigrad.compile.steps import Fused
 
 # a step that falls back to eager fails the test, except where a test expects it
@@ -192,3 +193,19 @@ def test_a_runner_renews_only_the_result_the_caller_holds(monkeypatch):
     for got, expected in zip((first, held, second),
                              (program(*calls[1])[0], *program(*calls[2])), strict=True):
         assert_bits_equal(got.array, expected.array)
+
+
+
+@pytest.mark.parametrize("inputs", [0, 1, 3])
+@pytest.mark.parametrize("results", [1, 2])
+def test_a_runner_takes_any_number_of_inputs_and_results(inputs, results):
+    def kernel(*arrays):  # out_k = k + the sum of the inputs
+        total = sum(arrays[:inputs], np.zeros(2))
+        for k, out in enumerate(arrays[inputs:]):
+            out[...] = total + k
+
+    run = _runner(kernel, inputs, [((2,), np.dtype(np.float64))] * results)
+    got = run(*[np.full(2, 10.0)] * inputs)
+    got = got if results > 1 else (got,)
+    for k, out in enumerate(got):
+        np.testing.assert_array_equal(out, np.full(2, 10.0 * inputs + k))

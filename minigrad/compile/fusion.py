@@ -192,14 +192,14 @@ def _runner(kernel, input_count: int, results: list):
         return tuple(pool[index] if sys.getrefcount(pool[index]) <= _ONLY_THE_POOL
                      else np.empty(*results[index]) for index in range(len(results)))
 
-    inputs = ", ".join(f"in{index}" for index in range(input_count))
+    inputs = [f"in{index}" for index in range(input_count)]
     pooled = [f"pool[{index}]" for index in range(len(results))]
     held = " or ".join(f"getrefcount({item}) > {_ONLY_THE_POOL}" for item in pooled)
-    source = (f"def run({inputs}):\n"
+    source = (f"def run({', '.join(inputs)}):\n"
               f"    pool = buffers.arrays\n"
               f"    if pool is None or {held}:\n"
               f"        pool = buffers.arrays = renewed(pool)\n"
-              f"    kernel({', '.join([inputs, *pooled])})\n"
+              f"    kernel({', '.join([*inputs, *pooled])})\n"
               f"    return {', '.join(pooled)}\n")
     namespace = {"buffers": buffers, "getrefcount": sys.getrefcount, "renewed": renewed,
                  "kernel": kernel}
