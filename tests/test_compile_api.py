@@ -214,3 +214,43 @@ def test_a_tensor_from_outside_read_as_an_array_is_read_again_at_each_replay():
     for new_ids in ([0, 2], [3, 1], [2, 2]):
         ids.array = np.array(new_ids)  # another array in the same tensor
         assert_bits_equal(lookup().array, table.array[new_ids])
+
+
+
+_FIRST_NUMBA_USE_IN_A_CAPTURE = """
+import numba, numpy as np, minigrad as mg
+from minigrad.autograd import Function
+
+def fill(x, scale):  # a buffer made with np.empty inside the kernel
+    out = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        out[i] = scale * x[i]
+    return out
+
+class Twice(Function):
+    def forward(self, x):
+        return numba.njit(fill)(x, 2.0)
+
+class Thrice(Function):
+    def forward(self, x):
+        return numba.njit(fill)(x, 3.0)
+
+x = mg.tensor([1.0, 2.0], dtype=mg.float64)
+for op, want in ((Twice, 2.0), (Thrice, 3.0)):
+    step = mg.compile(lambda x: op.apply(x) + 1, fullgraph=True)
+    for _ in range(2):
+        assert np.array_equal(step(x).numpy(), want * x.numpy() + 1)
+    assert len(step.plans()) == 1
+assert np.array_equal(numba.njit(fill)(x.numpy(), 4.0), 4 * x.numpy())  # eagerly
+print("ok")
+"""
+
+
+def test_numba_first_used_inside_a_capture_still_knows_numpys_functions():
+    # Numba registers np.empty & co. by object when its CPU target first loads, which
+    # can be inside a capture, where np.empty is a recording wrapper: Numba must see
+    # NumPy's own functions while it compiles, or every later kernel fails to type
+    result = subprocess.run([sys.executable, "-c", _FIRST_NUMBA_USE_IN_A_CAPTURE],
+                            capture_output=True, text=True, env=_environment(),
+                            timeout=300)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]

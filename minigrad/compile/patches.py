@@ -7,7 +7,9 @@ it; this is how minigrad/profiler.py times ops too).
   which tensors it is applied to (a tensor seen for the first time becomes an external
   slot);
 - NumPy's array creation and conversion functions (`np.zeros`, `np.asarray`, ...), which
-  no array hook sees, and minigrad's random draws (mg.random, mg.Generator);
+  no array hook sees, and minigrad's random draws (mg.random, mg.Generator); while Numba
+  compiles a kernel, NumPy's own functions are put back: Numba registers them by object
+  when its CPU target first loads, and types a kernel's `np.empty` by the object found;
 - when the GPU is usable, every public function and ufunc of the cupy module (of the
   stand-in under MINIGRAD_FAKE_GPU=1): ops call `xp.<fn>` with xp the module of their
   arrays, and CuPy has no hook for that (traced_device.py);
@@ -85,8 +87,12 @@ class Patches:
         self._set(Function, "save_for_backward",
                   _saving(Function.__dict__["save_for_backward"]))
         self._set(Function, "apply", classmethod(_binding_apply(Function.apply.__func__)))
-        for name in NUMPY_CREATION:
-            self._set(np, name, _recorded_creation(getattr(np, name)))
+        numpy_originals = {name: getattr(np, name) for name in NUMPY_CREATION}
+        for name, create in numpy_originals.items():
+            self._set(np, name, _recorded_creation(create))
+        from numba.core.dispatcher import Dispatcher  # numba's import: once, ~0.2 s
+        self._set(Dispatcher, "compile",
+                  _compiling_with_numpy(Dispatcher.__dict__["compile"], numpy_originals))
         cupy = cupy_or_none()
         if cupy is not None:  # ops call cupy.<fn>, which no array hook sees
             for name, recorded in _device_functions(cupy).items():
@@ -177,6 +183,25 @@ def _recorded_creation(create):
         return recorder.call(create, args, kwargs)
 
     return recorded
+
+
+def _compiling_with_numpy(compile_kernel, numpy_originals: dict):
+    """Numba's Dispatcher.compile with NumPy's own creation functions in place. A wrapper
+    seen there would be registered in place of the function (if Numba's CPU target loads
+    then), or fail to type, and Numba keeps a signature's failure for the process."""
+
+    @functools.wraps(compile_kernel)
+    def compile_with_numpy(self, signature):
+        installed = {name: getattr(np, name) for name in numpy_originals}
+        for name, original in numpy_originals.items():
+            setattr(np, name, original)
+        try:
+            return compile_kernel(self, signature)
+        finally:
+            for name, wrapper in installed.items():
+                setattr(np, name, wrapper)
+
+    return compile_with_numpy
 
 
 def _recorded_draw(draw):
