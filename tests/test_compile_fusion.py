@@ -6,7 +6,8 @@ group count of a known step, the debug printout, the switch that turns fusion of
 the self-check that catches a wrong kernel are checked too."""
 from __future__ import annotations
 
-import weakref
+import gc
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -202,18 +203,30 @@ def test_a_result_the_caller_holds_is_never_overwritten_by_the_next_replay(monke
     assert len({id(t.array) for t in held}) == len(held)
 
 
-def test_an_intermediate_is_written_into_the_same_array_at_each_replay(monkeypatch):
+def test_a_plan_holds_no_fused_result_between_replays(monkeypatch):
     monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
     program = lambda a, b: ((a + b).relu() * b).sum(0)  # noqa: E731
-    compiled = mg.compile(program)
-    a, b = mg.randn(3, 4), mg.randn(4)
-    compiled(a, b)
-    (group,) = _groups(compiled)
-    for scale in (1.0, -2.0, 3.0):
-        last = weakref.ref(group.fn.buffers.arrays[0])  # holding it would force a new one
-        a_now = a * scale
-        assert_same_bits(compiled(a_now, b).array, program(a_now, b).array)
-        assert group.fn.buffers.arrays[0] is last()
+    a, b = mg.randn(512, 512), mg.randn(512)  # the fused result: (512, 512), 1 MiB
+    warm = mg.compile(program)  # the kernel compiled and loaded before measuring
+    warm(a, b)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        compiled = mg.compile(program)
+        for scale in (1.0, -2.0, 3.0):  # a capture, then two replays
+            a_now = a * scale
+            out = compiled(a_now, b)
+            assert_same_bits(out.array, program(a_now, b).array)
+        del a_now, out
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert _groups(compiled)
+    # the plan and the capture's arguments, which it pins (1 MiB); a fused result kept
+    # for the next replay would be one MiB more
+    assert kept < 1.5 * 2**20, kept
 
 
 def test_fusion_off_keeps_the_recorded_steps(monkeypatch):

@@ -19,10 +19,9 @@ dropped (a slot always holds an array).
 A result is stored (an output of the kernel) when a step after the group reads it, the
 plan returns it, or the backward of a compiled forward keeps it; the others live only in
 the kernel's local variables. Results are C-ordered arrays of the dtype eager made, so
-what follows sees the arrays eager saw; they are allocated once and written again at
-each replay, unless something still holds the last replay's array (`_runner`). The
-capture's self-check replays the fused plan against the eager run: a kernel that differs
-makes the call run eagerly, with a warning.
+what follows sees the arrays eager saw; they are new at each replay, as eager's are
+(`_runner`). The capture's self-check replays the fused plan against the eager run: a
+kernel that differs makes the call run eagerly, with a warning.
 
 MINIGRAD_COMPILE_FUSION=0 (read at each capture) turns fusion off; without Numba there
 is none.
@@ -31,8 +30,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,63 +147,32 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
                   source=source, number=number)]
 
 
-class _Buffers(threading.local):
-    """A fused step's result arrays, per thread (two threads may replay one plan)."""
-
-    arrays: tuple | None = None
-
-
-def _references_of_an_item_held_by_a_tuple_only() -> int:
-    """sys.getrefcount of a tuple's item that nothing else holds, as a runner reads it (2
-    in CPython 3.11: the tuple and getrefcount's argument; measured, not assumed, since
-    interpreters differ in the references they count)."""
-    pool = (np.empty(0),)
-    return sys.getrefcount(pool[0])
-
-
-_ONLY_THE_POOL = _references_of_an_item_held_by_a_tuple_only()
-
-
 def _runner(kernel, input_count: int, results: list):
-    """The function a Fused step calls: the kernel, writing into result arrays allocated
-    once and reused at every replay while nothing else holds them. A result the caller
-    kept (a returned tensor, a .grad, a view of it, a backward's saved array) is still
-    referenced at the next replay: that replay allocates a new array in its place.
-
-    The function is generated for the kernel's number of inputs and results, so that a
-    call makes no loop and spreads no argument tuple:
+    """The function a Fused step calls: new result arrays, as eager allocates its
+    results, then the kernel. (Arrays kept from one replay to the next gained no time
+    measurably, and held every plan's results between steps and through the whole step:
+    the toy_translate step's peak memory grew by a third.) Generated for the kernel's
+    number of inputs and results, so that a call makes no loop and spreads no tuple:
 
         def run(in0, in1):
-            pool = buffers.arrays
-            if pool is None or getrefcount(pool[0]) > 2 or getrefcount(pool[1]) > 2:
-                pool = buffers.arrays = renewed(pool)
-            kernel(in0, in1, pool[0], pool[1])
-            return pool[0], pool[1]
+            out0 = empty(shape0, dtype0)
+            out1 = empty(shape1, dtype1)
+            kernel(in0, in1, out0, out1)
+            return out0, out1
     """
-    buffers = _Buffers()
-
-    def renewed(pool: tuple | None) -> tuple:
-        """The pool with a new array for each result something else holds."""
-        if pool is None:
-            return tuple(np.empty(shape, dtype) for shape, dtype in results)
-        return tuple(pool[index] if sys.getrefcount(pool[index]) <= _ONLY_THE_POOL
-                     else np.empty(*results[index]) for index in range(len(results)))
-
     inputs = [f"in{index}" for index in range(input_count)]
-    pooled = [f"pool[{index}]" for index in range(len(results))]
-    held = " or ".join(f"getrefcount({item}) > {_ONLY_THE_POOL}" for item in pooled)
+    outputs = [f"out{index}" for index in range(len(results))]
+    allocations = "".join(f"    out{index} = empty(shape{index}, dtype{index})\n"
+                          for index in range(len(results)))
     source = (f"def run({', '.join(inputs)}):\n"
-              f"    pool = buffers.arrays\n"
-              f"    if pool is None or {held}:\n"
-              f"        pool = buffers.arrays = renewed(pool)\n"
-              f"    kernel({', '.join([*inputs, *pooled])})\n"
-              f"    return {', '.join(pooled)}\n")
-    namespace = {"buffers": buffers, "getrefcount": sys.getrefcount, "renewed": renewed,
-                 "kernel": kernel}
+              f"{allocations}"
+              f"    kernel({', '.join([*inputs, *outputs])})\n"
+              f"    return {', '.join(outputs)}\n")
+    namespace = {"empty": np.empty, "kernel": kernel}
+    for index, (shape, dtype) in enumerate(results):
+        namespace[f"shape{index}"], namespace[f"dtype{index}"] = shape, dtype
     exec(compile(source, "<minigrad fused runner>", "exec"), namespace)  # noqa: S102
-    run = namespace["run"]
-    run.buffers = buffers  # for tests and curious readers
-    return run
+    return namespace["run"]
 
 
 def _fresh_slots(slot_roots: dict) -> set:
