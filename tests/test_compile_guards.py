@@ -152,3 +152,66 @@ def test_a_python_or_numpy_number_argument_is_part_of_the_key():
     for scale in (2.0, np.float32(2.0), 3.0, np.float32(2.0), 2.0):
         assert_bits_equal(compiled(x, scale).array, (x * scale).array)
     assert _plans(compiled) == 3
+
+
+class _Probe(mg.autograd.Function):
+    """The identity; its forward (which a replay runs) counts the watched arrays alive."""
+
+    watched: list = []
+    alive: list = []
+
+    def forward(self, x):
+        _Probe.alive.append(sum(ref() is not None for ref in _Probe.watched))
+        return x.copy()
+
+    def backward(self, grad):
+        return grad
+
+
+def _classifier_step():
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.1), nn.Linear(16, 5))
+    optimizer = mg.optim.Adam(model.parameters(), lr=1e-2)
+
+    def step(x, target):
+        optimizer.zero_grad()
+        # cross_entropy reads how many targets count (ignore_index): a guard after the
+        # forward, which cannot move before the dropout's draws
+        loss = F.cross_entropy(model(_Probe.apply(x)), target, ignore_index=0)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return model, step
+
+
+def test_zero_grad_in_a_compiled_step_frees_the_old_gradients_before_the_forward():
+    import weakref
+
+    model, step = _classifier_step()
+    compiled = mg.compile(step, fullgraph=True)
+    x, target = mg.randn(32, 8), mg.tensor(np.arange(32) % 5)
+    for _ in range(4):  # captures (no gradients yet, then no Adam state), then replays
+        _Probe.watched = [weakref.ref(p.grad.array) for p in model.parameters()
+                          if p.grad is not None]
+        _Probe.alive = []
+        compiled(x, target)
+    assert len(_Probe.watched) == 4 and _Probe.alive == [0]  # as zero_grad left them
+
+
+def test_a_guard_failing_after_zero_grad_gives_the_eager_step():
+    x = mg.randn(32, 8)
+    targets = [np.arange(32) % 5] * 3 + [np.zeros(32, np.int64) + (np.arange(32) > 3)]
+    runs = []
+    for compiled in (False, True):  # the last target: another count of ignored targets
+        model, step = _classifier_step()
+        step = mg.compile(step, fullgraph=True) if compiled else step
+        mg.manual_seed(1)  # the same dropout draws in both runs
+        losses = [step(x, mg.tensor(target)).array for target in targets]
+        runs.append((losses, [(p.array, p.grad.array) for p in model.parameters()]))
+    (eager_losses, eager_state), (losses, state) = runs
+    for got, want in zip(losses, eager_losses, strict=True):
+        assert_bits_equal(got, want)
+    for (p, g), (p_want, g_want) in zip(state, eager_state, strict=True):
+        assert_bits_equal(p, p_want)
+        assert_bits_equal(g, g_want)

@@ -39,7 +39,7 @@ class Plan:
         """`arrays`: the array each slot held during the capture; fusion (fusion.py)
         needs their shapes and dtypes, and is skipped without them. `first_group`: the
         number of the plan's first fused group in printouts."""
-        self.steps = hoist_guards(steps, slot_roots, {e.slot for e in externals})
+        self.steps = hoist_guards(steps, slot_roots, externals)
         if arrays is not None and fusion_enabled():
             self.steps = fuse(self.steps, arrays, slot_roots,
                               set(slots_in(output)) | set(keep), first_group)

@@ -66,16 +66,40 @@ def last_uses(steps: list, output, keep) -> list:
     return frees
 
 
-def _sink_grad_writes(steps: list) -> list:
-    """Move every `.grad = ...` to just before the next opaque call (or the end): only
-    Python code observes .grad, so until then it may wait, and guards checked before it
-    need not undo it. Of several for one tensor there, the last is kept."""
+def _early_clears(steps: list, grad_slots: dict) -> set[int]:
+    """The `.grad = None` steps (zero_grad) that may stay where they are, ahead of guards
+    that follow them: those clearing a gradient before anything else touches it (no
+    opaque call, other `.grad =` or read of its array before). Eager frees the previous
+    gradient there; held to the end, every gradient would live beside the step's
+    activations. A guard failing after such a clear is safe: the eager rerun it causes
+    clears that gradient itself before any use, and ends as eager would.
+    `grad_slots`: the external slot of a gradient -> id of its tensor."""
+    early, touched = set(), set()
+    for step in steps:
+        if isinstance(step, Opaque):
+            break
+        touched.update(grad_slots[s] for s in step_reads(step) if s in grad_slots)
+        if isinstance(step, SetGrad):
+            if step.value is None and step.leaf_slot is None and id(step.leaf) not in touched:
+                early.add(id(step))
+            touched.add(id(step.leaf))
+    return early
+
+
+def _sink_grad_writes(steps: list, early: set[int]) -> list:
+    """Move every `.grad = ...` but the early clears to just before the next opaque call
+    (or the end): only Python code observes .grad, so until then it may wait, and guards
+    checked before it need not undo it. Of several for one tensor there, the last is
+    kept."""
     ordered, waiting = [], {}  # id of the leaf -> its last .grad = ... (earlier ones die)
     for step in steps:
         if isinstance(step, SetGrad):
             key = id(step.leaf) if step.leaf_slot is None else ("argument", step.leaf_slot)
             waiting.pop(key, None)
-            waiting[key] = step
+            if id(step) in early:
+                ordered.append(step)
+            else:
+                waiting[key] = step
             continue
         if isinstance(step, Opaque):
             ordered += waiting.values()
@@ -84,12 +108,19 @@ def _sink_grad_writes(steps: list) -> list:
     return ordered + list(waiting.values())
 
 
-def hoist_guards(steps: list, slot_roots: dict, external_slots: set) -> list:
+def hoist_guards(steps: list, slot_roots: dict, externals: list) -> list:
     """Move every guard that follows a step with a lasting effect (a write to external
-    memory, a change of Python state) to before the first such step, with the pure steps
-    it depends on; GraphBreak when one of those cannot move."""
-    steps = _sink_grad_writes(steps)
-    first = next((i for i, s in enumerate(steps) if s.effect in ("writes", "python")), None)
+    memory, a change of Python state; not an early clear) to before the first such step,
+    with the pure steps it depends on; GraphBreak when one of those cannot move."""
+    grad_slots = {e.slot: id(e.tensor) for e in externals if e.attribute == "grad"}
+    early = _early_clears(steps, grad_slots)
+    return _hoisted(_sink_grad_writes(steps, early), slot_roots,
+                    {e.slot for e in externals}, early)
+
+
+def _hoisted(steps: list, slot_roots: dict, external_slots: set, early: set[int]) -> list:
+    first = next((i for i, s in enumerate(steps)
+                  if s.effect in ("writes", "python") and id(s) not in early), None)
     if first is None:
         return steps
     producer = {}
