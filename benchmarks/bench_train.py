@@ -4,6 +4,8 @@
     python -m benchmarks.bench_train --config small --steps 30
     python -m benchmarks.bench_train --framework minigrad --framework torch
     python -m benchmarks.bench_train --device gpu          # CuPy (and PyTorch CUDA)
+    python -m benchmarks.bench_train --config paper-base --framework minigrad \
+        --framework minigrad-compiled                      # the step as one mg.compile plan
 
 Every framework builds the same model (token embeddings scaled by sqrt(d_model),
 sinusoidal positions, post-norm encoder-decoder, final Linear; see benchmarks/rivals/ for
@@ -17,6 +19,7 @@ the growth of the resident set from before the model is built to the peak of thr
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import resource
@@ -72,9 +75,11 @@ def make_batch(config: Config, seed: int = 0):
 # ----------------------------------------------------------------------------- frameworks
 
 
-def minigrad_step_fn(config: Config, batch, device: str, wrap=None):
+def minigrad_step_fn(config: Config, batch, device: str, wrap=None, compiled=False):
     """A training step of minigrad on `batch`; `wrap(model)` (a DistributedDataParallel,
-    say) is trained instead of the model when given."""
+    say) is trained instead of the model when given. `compiled`: the whole step (zero_grad,
+    forward, backward, Adam) is one mg.compile plan, fullgraph, so that a step that would
+    run eagerly fails the benchmark instead of timing eager work."""
     import minigrad as mg
     import minigrad.nn.functional as F
     from models import Transformer
@@ -92,22 +97,27 @@ def minigrad_step_fn(config: Config, batch, device: str, wrap=None):
     tgt_out = mg.tensor(tgt_np[:, 1:], device=device)
     model.train()
 
-    def step() -> float:
+    def train_step():
         optimizer.zero_grad()
         logits = model(src, tgt_in)
         loss = F.cross_entropy(logits.reshape(-1, config.vocab), tgt_out.reshape(-1),
                                ignore_index=0, label_smoothing=0.1)
         loss.backward()
         optimizer.step()
-        return loss.item()  # forces the device to finish, like a real loop's logging
+        return loss
+
+    run = mg.compile(train_step, fullgraph=True) if compiled else train_step
+
+    def step() -> float:
+        return run().item()  # forces the device to finish, like a real loop's logging
 
     return step
 
 
-def torch_step_fn(config: Config, batch, device: str):
+def torch_step_fn(config: Config, batch, device: str, compile_mode=None):
     from benchmarks.rivals import torch_model
 
-    return torch_model.step_fn(config, batch, device)
+    return torch_model.step_fn(config, batch, device, compile_mode=compile_mode)
 
 
 def tinygrad_step_fn(config: Config, batch, device: str, jit: bool = False):
@@ -116,10 +126,14 @@ def tinygrad_step_fn(config: Config, batch, device: str, jit: bool = False):
     return tinygrad_model.step_fn(config, batch, jit)
 
 
-# name -> (the rival's module in benchmarks/rivals, or None for minigrad; step factory)
+# name -> (the rival's module in benchmarks/rivals, or None for minigrad; step factory);
+# the compiled contenders are left out unless asked for by name
 FRAMEWORKS = {
     "minigrad": (None, minigrad_step_fn),
+    "minigrad-compiled": (None, functools.partial(minigrad_step_fn, compiled=True)),
     "torch": ("torch_model", torch_step_fn),
+    "torch-compiled": ("torch_model",
+                       functools.partial(torch_step_fn, compile_mode="reduce-overhead")),
     "tinygrad": ("tinygrad_model", tinygrad_step_fn),
     "tinygrad-jit": ("tinygrad_model",
                      lambda config, batch, device: tinygrad_step_fn(config, batch, device, True)),
@@ -135,6 +149,8 @@ def installed(name: str, device: str) -> bool:
         rival = importlib.import_module(f"benchmarks.rivals.{module}")
     except ImportError:
         return False
+    if name.endswith("-compiled"):
+        return rival.compiled_available(device)
     return rival.available(device)
 
 
@@ -186,7 +202,7 @@ def child_peak_memory(config: Config, device: str, framework: str) -> None:
 
     tiny = Config(**{**asdict(config), "batch": 2, "length": 4})
     warm_step = make_step(framework, tiny, device)
-    if framework == "minigrad":
+    if framework.startswith("minigrad"):
         from minigrad import kernels
 
         with kernels.mode("numba"):  # tiny inputs would otherwise skip the kernels
@@ -247,7 +263,8 @@ def main() -> None:
                         help="configurations to run (default: all)")
     parser.add_argument("--framework", action="append", choices=list(FRAMEWORKS),
                         help="frameworks to run (default: minigrad and every installed "
-                             "rival)")
+                             "rival, eager; minigrad-compiled and torch-compiled "
+                             "(torch.compile, mode reduce-overhead: GPU only) by name)")
     parser.add_argument("--steps", type=int, default=None, help="timed steps per framework")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory children")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
@@ -261,7 +278,7 @@ def main() -> None:
     configs = dict(CONFIGS)
     if "toy_translate" in names:
         configs["toy_translate"] = toy_translate_config()
-    requested = args.framework or list(FRAMEWORKS)
+    requested = args.framework or [f for f in FRAMEWORKS if not f.endswith("-compiled")]
     frameworks = ["minigrad"] + [
         f for f in requested if f != "minigrad" and installed(f, args.device)]
     if args.framework:

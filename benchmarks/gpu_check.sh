@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One check of minigrad on a machine with an NVIDIA GPU, in about 6 minutes, installing
+# One check of minigrad on a machine with an NVIDIA GPU, in about 8 minutes, installing
 # nothing. From the repository:
 #
 #   PYTHONPATH=. bash benchmarks/gpu_check.sh                 # the check
@@ -9,7 +9,7 @@
 # Needs a Python with numpy, cupy, numba, numba-cuda, pytest and hypothesis; PyTorch with
 # CUDA gives the rival's column. Prints the versions and the GPU first (whether numba-cuda
 # finds the CUDA driver and NVVM; which tests compare with a PyTorch other than the one
-# they were written against), then runs eight sections, each under its own time limit (a
+# they were written against), then runs nine sections, each under its own time limit (a
 # section that fails or hangs cannot stop the others), and ends with one table: a row per
 # section and per target (toy_translate >= 99% exact match in under 2 minutes; the
 # paper-base step at most 1.5x PyTorch CUDA). A target whose section failed or ran out of
@@ -26,6 +26,9 @@
 #     toy_translate  python -m train.toy_translate --device gpu (its defaults)   135 s
 #     bench_train    the training step against PyTorch CUDA eager (each row     45 s
 #                    printed as it is measured)
+#     bench_compile  the same steps as one mg.compile plan, against eager      100 s
+#                    minigrad, PyTorch CUDA eager and torch.compile
+#                    (mode="reduce-overhead": CUDA graphs)
 #     bench_kernels  the numba.cuda kernels against their twins and cuBLAS      25 s
 #     index_add      the embedding gradient: CuPy's add.at (atomics), minigrad's 30 s
 #                    sorted segment sum, a one-hot product through cuBLAS; which
@@ -95,6 +98,7 @@ if [ "$QUICK" = 1 ]; then
     KERNELS_PICK=(-x -k "kernel_mode or (op_on_gpu and softmax)")
     TOY_ARGS=(--steps 30 --train-size 2000 --d-model 32 --ff 64 --layers 1 --heads 2)
     BENCH_TRAIN_ARGS=(--config toy_translate --steps 1)
+    BENCH_COMPILE_ARGS=(--config toy_translate --steps 1)
     BENCH_KERNELS_ARGS=(--quick)
     INDEX_ADD_ARGS=(--quick)
 else
@@ -104,6 +108,7 @@ else
     KERNELS_PICK=(-k "op_on_gpu or kernel or second_derivative")
     TOY_ARGS=()
     BENCH_TRAIN_ARGS=(--config paper-base --config toy_translate --steps 10)
+    BENCH_COMPILE_ARGS=(--config toy_translate --config paper-base --steps 10)
     BENCH_KERNELS_ARGS=()
     INDEX_ADD_ARGS=()
 fi
@@ -127,6 +132,11 @@ run_section bench_train 45 "$PYTHON" -m benchmarks.bench_train --device gpu \
     --framework minigrad --framework torch --no-memory "${BENCH_TRAIN_ARGS[@]}"
 show_failures bench_train
 grep -E "^\||left out" "$LOGS/bench_train.log"
+run_section bench_compile 100 "$PYTHON" -m benchmarks.bench_train --device gpu \
+    --framework minigrad --framework minigrad-compiled --framework torch \
+    --framework torch-compiled --no-memory "${BENCH_COMPILE_ARGS[@]}"
+show_failures bench_compile
+grep -E "^\||left out" "$LOGS/bench_compile.log"
 run_section bench_kernels 25 "$PYTHON" -m benchmarks.bench_gpu_kernels \
     ${BENCH_KERNELS_ARGS[@]+"${BENCH_KERNELS_ARGS[@]}"}
 show_failures bench_kernels

@@ -36,6 +36,7 @@ SECTIONS = [
     ("numba_kernels", "Numba CUDA kernels in the ops (MINIGRAD_KERNELS=numba)"),
     ("toy_translate", "python -m train.toy_translate --device gpu"),
     ("bench_train", "training step, minigrad vs PyTorch CUDA"),
+    ("bench_compile", "compiled step: mg.compile vs eager, torch.compile reduce-overhead"),
     ("bench_kernels", "GPU kernels vs twins and cuBLAS"),
     ("index_add", "embedding gradient: add.at vs segment sum vs one-hot"),
 ]
@@ -247,7 +248,7 @@ def _result(section: Section) -> str:
         if scores is None:
             return progress
         return f"exact match {scores[0]:.1f}%, BLEU {scores[1]:.1f}; {progress}"
-    if section.name == "bench_train":
+    if section.name in ("bench_train", "bench_compile"):
         parts = []
         for config, times in step_times(section.log).items():
             described = ", ".join(f"{framework} {ms:.1f}" for framework, ms in times.items())

@@ -49,15 +49,23 @@ def available(device: str) -> bool:
     return device == "cpu" or torch.cuda.is_available()
 
 
-def step_fn(config, batch, device: str, wrap=None):
+def compiled_available(device: str) -> bool:
+    """torch.compile(mode="reduce-overhead") is CUDA graphs: a GPU-only rival."""
+    return device == "gpu" and torch.cuda.is_available()
+
+
+def step_fn(config, batch, device: str, wrap=None, compile_mode=None):
     """A training step of PyTorch eager on `batch` = (src, tgt) NumPy ids; returns the
     loss. `wrap(model)` (a DistributedDataParallel, say) is trained instead of the model
-    when given."""
+    when given; with `compile_mode`, the model is torch.compile(model, mode=compile_mode)
+    (its forward and, through AOTAutograd, its backward)."""
     torch.manual_seed(0)
     torch_device = "cuda" if device == "gpu" else "cpu"
     model = TranslationModel(config).to(torch_device)
     if wrap is not None:
         model = wrap(model)
+    if compile_mode is not None:
+        model = torch.compile(model, mode=compile_mode)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     loss_fn = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
     src_np, tgt_np = batch
