@@ -14,7 +14,8 @@ with label-smoothed cross-entropy. The rivals run when installed (tinygrad twice
 and its TinyJit replay). Steps alternate between the frameworks after a warm-up, and the
 table reports medians. Peak memory is measured in a separate child process per framework:
 the growth of the resident set from before the model is built to the peak of three steps
-(after a tiny warm-up run that loads compiled kernels and thread pools).
+(after a tiny warm-up run that loads compiled kernels and thread pools), and to the peak
+of two steps after those ("later steps": a compiled step's captures are over by then).
 """
 from __future__ import annotations
 
@@ -195,10 +196,10 @@ def _peak_resident_bytes() -> int:
 
 def child_peak_memory(config: Config, device: str, framework: str) -> None:
     """(In a child process) print the resident-set growth of training: model, optimizer
-    state and activations. A tiny warm-up run first loads what every process loads once
-    (Numba and its cached kernels, PyTorch's thread pools, tinygrad's compiler), so it is
-    not counted."""
-    import gc
+    state and activations, at the peak of the first three steps (which hold a compiled
+    step's captures) and of two steps after them (VmHWM reset in between). A tiny
+    warm-up run first loads what every process loads once (Numba and its cached
+    kernels, PyTorch's thread pools, tinygrad's compiler), so it is not counted."""
 
     tiny = Config(**{**asdict(config), "batch": 2, "length": 4})
     warm_step = make_step(framework, tiny, device)
@@ -210,26 +211,48 @@ def child_peak_memory(config: Config, device: str, framework: str) -> None:
     else:
         warm_step()
     del warm_step
-    gc.collect()
+    _return_free_memory()  # the warm-up's freed arrays would otherwise count as "before"
     before = _resident_bytes()
     step = make_step(framework, config, device)
     for _ in range(3):
         step()
     peak = _peak_resident_bytes()
-    print(json.dumps({"peak_growth": max(peak - before, 0), "peak": peak}))
+    _return_free_memory()
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # VmHWM := the resident set now
+    for _ in range(2):
+        step()
+    later = _peak_resident_bytes()
+    print(json.dumps({"peak_growth": max(peak - before, 0), "peak": peak,
+                      "later_growth": max(later - before, 0)}))
 
 
-def peak_memory(config: Config, device: str, framework: str) -> int | None:
+def _return_free_memory() -> None:
+    """glibc's malloc_trim(0): hand the heap's free pages back to the system, so that the
+    resident set is what is in use (the captures' freed arrays stay resident otherwise)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the figure then includes freed memory
+        pass
+
+
+def peak_memory(config: Config, device: str, framework: str) -> dict | None:
+    """{"peak_growth": bytes, "later_growth": bytes} of a child process (see
+    child_peak_memory); None on a GPU."""
     if device != "cpu":
         return None  # host RSS says nothing about device memory
     command = [sys.executable, "-m", "benchmarks.bench_train", "--memory-child", framework,
                "--config-json", json.dumps(asdict(config)), "--device", device]
     result = subprocess.run(command, capture_output=True, text=True, check=True)
-    return json.loads(result.stdout.strip().splitlines()[-1])["peak_growth"]
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 HEADERS = ["config", "d_model/layers/batch", "framework", "ms/step", "target tok/s",
-           "minigrad/this time", "step peak MiB", "minigrad/this memory"]
+           "minigrad/this time", "step peak MiB", "minigrad/this memory", "later steps MiB"]
 
 
 def table_rows(config: Config, times: dict, memory: dict) -> list:
@@ -237,15 +260,18 @@ def table_rows(config: Config, times: dict, memory: dict) -> list:
     tokens = config.batch * config.length
     shape = f"{config.d_model}/{config.layers}+{config.layers}/b{config.batch}xL{config.length}"
     rows = []
+    mine = (memory.get("minigrad") or {}).get("peak_growth")
     for name, seconds in times.items():
-        mem = memory.get(name)
+        mem = (memory.get(name) or {}).get("peak_growth")
+        later = (memory.get(name) or {}).get("later_growth")
         mem_ratio = "-"
-        if mem and memory.get("minigrad") is not None and name != "minigrad":
-            mem_ratio = f"{memory['minigrad'] / mem:.2f}"
+        if mem and mine is not None and name != "minigrad":
+            mem_ratio = f"{mine / mem:.2f}"
         rows.append([
             config.name, shape, name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:,.0f}",
             "-" if name == "minigrad" else f"{times['minigrad'] / seconds:.2f}",
             "-" if mem is None else f"{mem / 2**20:.0f}", mem_ratio,
+            "-" if later is None else f"{later / 2**20:.0f}",
         ])
     return rows
 

@@ -97,3 +97,12 @@ def test_bench_overhead_cases_compute_what_numpy_computes(framework):
         for result, value in zip(results, values):
             result = result.detach().numpy() if framework == "torch" else result.numpy()
             np.testing.assert_allclose(result, value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_bench_train_compiled_step_trains_as_the_eager_one():
+    losses = []
+    for name in ("minigrad", "minigrad-compiled"):
+        step = bench_train.make_step(name, CONFIG, "cpu")
+        mg.manual_seed(1)  # the same dropout masks
+        losses.append([step() for _ in range(4)])
+    assert losses[1] == losses[0]
