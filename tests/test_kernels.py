@@ -390,3 +390,31 @@ def test_adam_update_matches_reference(dtype, data, amsgrad, decoupled, weight_d
     adam_update_twin(twin[0], g, twin[1], twin[2], twin[3] if amsgrad else None, *settings_)
     for a, b in zip(ours, twin):
         np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+@pytest.mark.parametrize("decoupled", [False, True])
+def test_adam_update_many_gives_each_parameter_its_own_update(amsgrad, decoupled):
+    """A group at once (one kernel call per dtype; a strided parameter and a float16
+    one go one by one) gives the bits of adam_update on each parameter alone, each at
+    its own step."""
+    rng = np.random.default_rng(0)
+    shapes = [(3, 4), (7,), (2, 3, 5), (1,), (6, 6), (4, 2)]
+    dtypes = [np.float32, np.float32, np.float64, np.float32, np.float16, np.float64]
+    groups = []
+    for shape, dtype in zip(shapes, dtypes, strict=True):
+        p, g, m = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+        v, v_max = (np.abs(rng.standard_normal(shape)).astype(dtype) for _ in range(2))
+        groups.append([p, g, m, v, v_max])
+    groups[0][0] = np.asfortranarray(groups[0][0])  # not C-contiguous: updated alone
+    steps = [1, 5, 2, 40, 3, 7]
+    settings_ = (1e-2, 0.9, 0.98, 1e-8, 0.1, decoupled)
+    alone = [[a.copy(order="K") for a in arrays] for arrays in groups]
+    for (p, g, m, v, v_max), step in zip(alone, steps, strict=True):
+        kernels.adam_update(p, g, m, v, v_max if amsgrad else None, step, *settings_)
+    together = [[a.copy(order="K") for a in arrays] for arrays in groups]
+    p, g, m, v, v_max = (list(arrays) for arrays in zip(*together, strict=True))
+    kernels.adam_update_many(p, g, m, v, v_max if amsgrad else None, steps, *settings_)
+    for got, want in zip(together, alone, strict=True):
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)

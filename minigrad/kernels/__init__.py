@@ -12,6 +12,7 @@ backend arrays (NumPy or CuPy); the row kernels work over the LAST axis.
     cross_entropy(x, valid, target, tw, w, eps) -> (losses, logp)      rows of (M, C)
     cross_entropy_backward(logp, valid, target, tw, w, eps, scale) -> dx
     adam_update(p, g, m, v, v_max, step, lr, beta1, beta2, eps, wd, decoupled)  in place
+    adam_update_many(ps, gs, ms, vs, v_maxes, steps, lr, ...)   in place, a group at once
     index_add(shape, index, values) -> out  zeros(shape) with out[index] += values, repeats
                                       summed in an order fixed by the data (segment_sum.py)
 
@@ -27,7 +28,7 @@ this package imports no Numba and compiles nothing: a kernels/cpu module is impo
 first call that needs it, and its kernels compile once per machine (see cpu/jit.py).
 """
 
-from minigrad.kernels.adam import adam_update
+from minigrad.kernels.adam import adam_update, adam_update_many
 from minigrad.kernels.cross_entropy import cross_entropy, cross_entropy_backward
 from minigrad.kernels.layer_norm import layer_norm, layer_norm_backward, layer_norm_weight_grad
 from minigrad.kernels.matmul import matmul
@@ -52,6 +53,7 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "adam_update",
+    "adam_update_many",
     "index_add",
     "get_mode",
     "set_mode",

@@ -11,7 +11,8 @@ class Adam(Optimizer):
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g^2          (amsgrad: v_max = max(v_max, v))
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-    computed by kernels.adam_update (one fused pass over each parameter where it can)."""
+    computed by kernels.adam_update_many (one fused pass over each parameter, one kernel
+    call for the whole group, where it can)."""
 
     decoupled_weight_decay = False
 
@@ -34,19 +35,25 @@ class Adam(Optimizer):
     def _update(self, group: dict) -> None:
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
+        arrays: list[list] = [[], [], [], [], []]  # p, g, m, v, v_max of each parameter
+        steps = []
         for param in group["params"]:
             if param.grad is None:
                 continue
-            p, g = param.array, param.grad.array
             state = self.state.get(param)
             if state is None:
-                state = self.state[param] = _initial_state(p, param.xp, group["amsgrad"])
+                state = self.state[param] = _initial_state(param.array, param.xp,
+                                                           group["amsgrad"])
             state["step"] += 1
-            step = state["step"]
-            kernels.adam_update(p, g, state["exp_avg"], state["exp_avg_sq"],
-                                state.get("max_exp_avg_sq"), step, lr, beta1, beta2, eps,
-                                weight_decay, self.decoupled_weight_decay)
+            steps.append(state["step"])
+            for into, array in zip(arrays, (param.array, param.grad.array, state["exp_avg"],
+                                            state["exp_avg_sq"], state.get("max_exp_avg_sq")),
+                                   strict=True):
+                into.append(array)
             param._version[0] += 1
+        kernels.adam_update_many(*arrays[:4], arrays[4] if group["amsgrad"] else None, steps,
+                                 lr, beta1, beta2, eps, weight_decay,
+                                 self.decoupled_weight_decay)
 
 
 class AdamW(Adam):

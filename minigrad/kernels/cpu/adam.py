@@ -31,3 +31,15 @@ def adam_update(p, g, m, v, v_max, amsgrad, step_size, bias2_sqrt, beta1, beta2,
             second = max(v_max[i], second)
             v_max[i] = second
         p[i] = p[i] * decay - step_size * moment / (np.sqrt(second) / bias2_sqrt + eps)
+
+
+@kernel(fastmath=_FASTMATH)
+def adam_update_many(ps, gs, ms, vs, v_maxes, amsgrad, step_sizes, bias2_sqrts, beta1, beta2,
+                     one_minus_beta1, one_minus_beta2, eps, weight_decay, decoupled, lr):
+    """adam_update on every parameter of tuples of flat arrays, in one call (a call from
+    Python costs more than a small parameter's update). Each parameter counts its own
+    steps: step_sizes[k] and bias2_sqrts[k] are parameter k's."""
+    for k in range(len(ps)):
+        adam_update(ps[k], gs[k], ms[k], vs[k], v_maxes[k], amsgrad, step_sizes[k],
+                    bias2_sqrts[k], beta1, beta2, one_minus_beta1, one_minus_beta2, eps,
+                    weight_decay, decoupled, lr)
