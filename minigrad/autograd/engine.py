@@ -13,10 +13,14 @@ summed in one place, its buffer. Running a node means:
    place where broadcasting is undone) and added to that node's buffer.
 
 The AccumulateGrad nodes at the leaves run the same way; theirs is the step that adds into
-`.grad`. Unless `retain_graph=True`, every node releases what it saved right after it ran.
+`.grad`. Unless `retain_graph=True`, every node releases what it saved right after it
+ran; `keeps_graph()` tells a running node which (a compiled forward's node frees as it
+goes).
 `backward` and `grad` are the public entry points (Tensor.backward and mg.autograd.grad).
 """
 from __future__ import annotations
+
+import threading
 
 from minigrad import dtypes
 from minigrad.autograd.accumulate_grad import AccumulateGrad
@@ -25,6 +29,21 @@ from minigrad.autograd.grad_mode import MODES
 from minigrad.autograd.node import Node
 from minigrad.autograd.unrecorded import copy_gradient, sum_gradients
 from minigrad.tensor_base import TensorBase
+
+
+class _GraphTask(threading.local):
+    keep_graph = True  # outside a backward nothing is released
+
+
+_TASK = _GraphTask()
+
+
+def keeps_graph() -> bool:
+    """Whether the backward running in this thread keeps the graph (retain_graph=True):
+    a node that frees what its forward saved while its backward runs asks this first.
+    PyTorch's torch._C._autograd._get_current_graph_task_keep_graph. True outside a
+    backward."""
+    return _TASK.keep_graph
 
 
 def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bool = False,
@@ -46,8 +65,9 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
     dependencies = _count_dependencies(root_nodes)
     needed = None if capture is None else _nodes_leading_to(capture, root_nodes, dependencies)
     ready = [node for node in root_nodes if dependencies[node] == 0]
-    previous_mode = MODES.grad_enabled
+    previous_mode, previous_keep = MODES.grad_enabled, _TASK.keep_graph
     MODES.grad_enabled = create_graph  # record the gradient's own graph only if asked
+    _TASK.keep_graph = retain_graph
     try:
         while ready:
             node = ready.pop()
@@ -76,7 +96,7 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
             if not retain_graph:
                 node.release()
     finally:
-        MODES.grad_enabled = previous_mode
+        MODES.grad_enabled, _TASK.keep_graph = previous_mode, previous_keep
 
 
 def call_backward(node: Node, grad: TensorBase, given_away: set) -> tuple:

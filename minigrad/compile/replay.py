@@ -13,6 +13,7 @@ it keeps the arrays its backward reads, and nothing else, until backward has run
 from __future__ import annotations
 
 from minigrad.autograd import is_grad_enabled
+from minigrad.autograd.engine import keeps_graph
 from minigrad.autograd.function import Function
 from minigrad.compile.codegen import as_array
 from minigrad.compile.guards import Checks
@@ -100,8 +101,13 @@ class CompiledFunction(Function):
             raise RuntimeError("mg.compile: the backward of a compiled forward is not "
                                "differentiable again (create_graph=True); run the model "
                                "uncompiled for higher derivatives")
+        slots = self.slots
+        if keeps_graph():  # a later backward reads them again
+            slots = list(slots)
+        else:  # the plan drops each array after its last use, as eager nodes go
+            self.slots, self._released = None, True
         try:
-            grads = self.entry.input_grads(list(self.slots), grad.array)
+            grads = self.entry.input_grads(slots, grad.array)
         except GuardFailed as failed:
             raise RuntimeError(f"mg.compile: the recorded backward does not fit this call: "
                                f"{failed}; run the model uncompiled for it") from failed
