@@ -262,8 +262,8 @@ def table_rows(config: Config, times: dict, memory: dict) -> list:
     rows = []
     mine = (memory.get("minigrad") or {}).get("peak_growth")
     for name, seconds in times.items():
-        mem = (memory.get(name) or {}).get("peak_growth")
-        later = (memory.get(name) or {}).get("later_growth")
+        measured = memory.get(name) or {}
+        mem, later = measured.get("peak_growth"), measured.get("later_growth")
         mem_ratio = "-"
         if mem and mine is not None and name != "minigrad":
             mem_ratio = f"{mine / mem:.2f}"

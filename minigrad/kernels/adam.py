@@ -22,9 +22,7 @@ from minigrad.kernels.thresholds import MIN_SIZE
 def adam_update(p, g, m, v, v_max, step: int, lr: float, beta1: float, beta2: float,
                 eps: float, weight_decay: float, decoupled: bool) -> None:
     """Update p, m, v (and v_max, unless None) in place; g is only read."""
-    arrays = [a for a in (p, g, m, v, v_max) if a is not None]
-    contiguous = all(a.flags.c_contiguous for a in arrays)
-    cpu = cpu_kernels_for("adam", MIN_SIZE["adam"], p.size, *arrays) if contiguous else None
+    cpu = _kernels_taking(p, g, m, v, v_max)
     if cpu is None:
         adam_update_twin(p, g, m, v, v_max, step, lr, beta1, beta2, eps, weight_decay,
                          decoupled)
@@ -45,18 +43,24 @@ def adam_update_many(params: list, grads: list, exp_avgs: list, exp_avg_sqs: lis
     with one call per dtype, the others one by one. The same arithmetic either way."""
     batches: dict = {}  # dtype -> [indices]
     for k, p in enumerate(params):
-        arrays = (p, grads[k], exp_avgs[k], exp_avg_sqs[k],
-                  *(() if max_exp_avg_sqs is None else (max_exp_avg_sqs[k],)))
-        contiguous = all(a.flags.c_contiguous for a in arrays)
-        if contiguous and cpu_kernels_for("adam", MIN_SIZE["adam"], p.size, *arrays):
+        v_max = None if max_exp_avg_sqs is None else max_exp_avg_sqs[k]
+        if _kernels_taking(p, grads[k], exp_avgs[k], exp_avg_sqs[k], v_max) is not None:
             batches.setdefault(p.dtype, []).append(k)
         else:
-            adam_update(p, grads[k], exp_avgs[k], exp_avg_sqs[k],
-                        None if max_exp_avg_sqs is None else max_exp_avg_sqs[k], steps[k],
-                        lr, beta1, beta2, eps, weight_decay, decoupled)
+            adam_update_twin(p, grads[k], exp_avgs[k], exp_avg_sqs[k], v_max, steps[k], lr,
+                             beta1, beta2, eps, weight_decay, decoupled)
     for dtype, indices in batches.items():
         _update_batch(indices, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
                       dtype.type, lr, beta1, beta2, eps, weight_decay, decoupled)
+
+
+def _kernels_taking(p, g, m, v, v_max):
+    """kernels/cpu/adam.py when its kernel should take these arrays (C-contiguous floats
+    of one dtype on the CPU; kernels.mode), else None."""
+    arrays = [a for a in (p, g, m, v, v_max) if a is not None]
+    if not all(a.flags.c_contiguous for a in arrays):
+        return None
+    return cpu_kernels_for("adam", MIN_SIZE["adam"], p.size, *arrays)
 
 
 def _update_batch(indices, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
