@@ -198,7 +198,7 @@ def test_a_runner_takes_any_number_of_inputs_and_results(inputs, results):
         for k, out in enumerate(arrays[inputs:]):
             out[...] = total + k
 
-    run = _runner(kernel, inputs, [((2,), np.dtype(np.float64))] * results)
+    run = _runner(kernel, inputs, [((2,), np.dtype(np.float64))] * results, np.empty)
     got = run(*[np.full(2, 10.0)] * inputs)
     got = got if results > 1 else (got,)
     for k, out in enumerate(got):

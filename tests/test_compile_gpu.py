@@ -52,15 +52,13 @@ def test_a_compiled_gpu_training_step_equals_the_eager_gpu_run_bit_for_bit():
     assert not all(np.array_equal(a, b) for a, b in zip(eager_losses, eager_losses[1:]))
 
 
-def test_a_gpu_plan_runs_cupy_calls_unfused():
+def test_a_gpu_plan_describes_its_external_device_arrays():
     model = _model("cuda")
     forward = mg.compile(model)
     x = _batches("cuda", 1)[0][0]
     with mg.no_grad():
         forward(x)
-    plan = forward._compiled_forward.plans()[0]
-    text = plan.describe()
-    assert plan.fused_groups() == []  # fusion's Numba CPU kernels never see GPU arrays
+    text = forward._compiled_forward.plans()[0].describe()
     assert "external array of a tensor (5, 6) float32" in text
 
 

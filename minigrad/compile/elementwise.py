@@ -9,6 +9,8 @@ the float types are exact. Transcendental functions (exp, tanh, erf, log) are le
 NumPy: its SIMD code and Numba's libm may differ in the last bit.
 
 Values are float32, float64 or bool; integer and float16 arithmetic stays with NumPy.
+A GPU plan records CuPy's functions (`cupy.add`, `cupy.ndarray.astype`): each is read as
+the NumPy function of its name.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from minigrad.backend.device import cupy_or_none
 from minigrad.compile.steps import Call, Ref, Unit
 from minigrad.ops.arithmetic import Add, Div, Mul, Neg, Sub
 from minigrad.ops.cast import ToDtype
@@ -82,10 +85,37 @@ def as_node(step, arrays: dict) -> Node | None:
     return node
 
 
+def numpy_function(fn):
+    """The NumPy function a recorded function stands for: CuPy's of the same name
+    (cupy.add, cupy.ndarray.astype, cupy.asarray) map to NumPy's, any other is itself."""
+    return _device_twins().get(id(fn), fn)
+
+
+def _device_twins() -> dict:
+    """id of a CuPy function -> the NumPy function of its name (empty without CuPy)."""
+    cupy = cupy_or_none()
+    if cupy is None:
+        return {}
+    twins = _TWINS.get(id(cupy))
+    if twins is None:
+        twins = {}
+        for function in (*CALL_OPS, np.asarray):
+            owner = cupy.ndarray if function is np.ndarray.astype else cupy
+            device_function = getattr(owner, function.__name__, None)
+            if device_function is not None:
+                twins[id(device_function)] = function
+        _TWINS[id(cupy)] = twins
+    return twins
+
+
+_TWINS: dict[int, dict] = {}  # id of a cupy module -> its functions' NumPy twins
+
+
 def constant_of(step) -> Constant | None:
     """`np.asarray(number, dtype=...)`, as the ops make their scalar operands: the
     Constant it stands for, or None for any other step."""
-    if not (isinstance(step, Call) and type(step) is Call and step.fn is np.asarray):
+    if not (isinstance(step, Call) and type(step) is Call
+            and numpy_function(step.fn) is np.asarray):
         return None
     if len(step.args) != 1 or set(step.kwargs) != {"dtype"} or not isinstance(step.out, Ref):
         return None
@@ -98,8 +128,9 @@ def constant_of(step) -> Constant | None:
 def is_identity(step) -> bool:
     """`s = np.asarray(s)`: the engine making sure a gradient is an array, which a slot
     always is at replay."""
-    return (isinstance(step, Call) and type(step) is Call and step.fn is np.asarray
-            and not step.kwargs and len(step.args) == 1 and isinstance(step.args[0], Ref)
+    return (isinstance(step, Call) and type(step) is Call
+            and numpy_function(step.fn) is np.asarray and not step.kwargs
+            and len(step.args) == 1 and isinstance(step.args[0], Ref)
             and step.out == step.args[0])
 
 
@@ -149,7 +180,7 @@ def _unit_node(step: Unit) -> Node | None:
 
 
 def _call_node(step: Call) -> Node | None:
-    op = CALL_OPS.get(step.fn)
+    op = CALL_OPS.get(numpy_function(step.fn))
     if (op is None or step.kwargs or step.effect or step.writes or step.scalar_out
             or not isinstance(step.out, Ref)):
         return None

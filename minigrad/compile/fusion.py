@@ -1,4 +1,5 @@
-"""Fusion: runs of elementwise steps of a plan become one generated Numba kernel.
+"""Fusion: runs of elementwise steps of a plan become one generated kernel, a Numba one on
+the CPU and a CuPy ElementwiseKernel on the GPU (fusion_targets.py).
 
 Between the matrix products and reductions of a step lie runs of elementwise ops (a bias
 add and a ReLU, a dropout mask, the chain rule's products and sums). Replayed one NumPy
@@ -13,7 +14,8 @@ How the steps are grouped, in the plan's order:
   which stays open;
 - any other step closes the group; an elementwise one starts the next group.
 A group of two ops or more becomes a `Fused` step (steps.py); a lone op stays a NumPy
-call, which is as fast. Constants are written into the kernel; `s = np.asarray(s)` is
+(or CuPy) call, which is as fast. A GPU plan fuses only ops whose arrays are all on the
+GPU. Constants are written into the kernel; `s = np.asarray(s)` is
 dropped (a slot always holds an array).
 
 A result is stored (an output of the kernel) when a step after the group reads it, the
@@ -28,15 +30,11 @@ is none.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from minigrad.compile.elementwise import Node, as_node, constant_of, is_identity
-from minigrad.compile.kernel_cache import load_kernel
-from minigrad.compile.kernel_source import kernel_source
+from minigrad.compile.fusion_targets import target_for
 from minigrad.compile.schedule import step_reads
 from minigrad.compile.steps import Call, Fused, Guard, Ref, Unit
 
@@ -44,13 +42,9 @@ MIN_OPS = 2  # a lone op gains nothing from a kernel of its own
 
 
 def fusion_enabled() -> bool:
-    """Whether captures fuse: Numba is installed and MINIGRAD_COMPILE_FUSION is not 0."""
+    """Whether captures fuse: MINIGRAD_COMPILE_FUSION is not 0."""
     setting = os.environ.get("MINIGRAD_COMPILE_FUSION", "1").strip().lower()
-    return setting not in ("0", "off", "false", "no") and _has_numba()
-
-
-def _has_numba() -> bool:
-    return importlib.util.find_spec("numba") is not None
+    return setting not in ("0", "off", "false", "no")
 
 
 @dataclass
@@ -74,6 +68,9 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
         if not is_identity(step):
             for slot in step_reads(step):
                 readers.setdefault(slot, set()).add(index)
+    target = target_for(arrays)
+    if target is None:
+        return steps
     fresh = _fresh_slots(slot_roots)
     constants: dict = {}
     fused: list = []
@@ -81,7 +78,7 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
 
     def close():
         if group is not None:
-            fused.extend(_close(group, readers, protected, constants, arrays,
+            fused.extend(_close(group, readers, protected, constants, arrays, target,
                                 first_number + sum(isinstance(s, Fused) for s in fused)))
 
     for index, step in enumerate(steps):
@@ -93,7 +90,8 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
             fused.append(step)  # before the open group: it reads nothing
             continue
         node = as_node(step, arrays)
-        if node is not None and not _stores_fresh(node, arrays, fresh):
+        if node is not None and not (_stores_fresh(node, arrays, fresh)
+                                     and _on_target(node, arrays, target)):
             node = None
         if node is not None and (group is None or group.shape == arrays[node.out].shape):
             if group is None:
@@ -114,7 +112,7 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
 
 
 def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays: dict,
-           number: int) -> list:
+           target, number: int) -> list:
     """The steps standing for a closed group: one Fused step, or its own steps."""
     ops = len(group.nodes)
     if ops < MIN_OPS:
@@ -131,14 +129,17 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
                if node.out in protected or readers.get(node.out, set()) - indices]
     if not outputs:  # nothing reads the run: keep it as recorded (nothing to gain)
         return [step for _, step in group.steps]
-    source = kernel_source(group.nodes, inputs, outputs, constants, arrays, group.shape)
+    results = [(arrays[s].shape, arrays[s].dtype) for s in outputs]
     try:
-        kernel = load_kernel(source)
+        built = target.build(group.nodes, inputs, outputs, constants, arrays, group.shape)
+        if built is None:  # an op the target has no exact kernel for
+            return [step for _, step in group.steps]
+        source, kernel = built
         # compile now, for the capture's own arrays: a failure leaves the run unfused
-        kernel(*(arrays[s] for s in inputs), *(np.empty_like(arrays[s]) for s in outputs))
+        kernel(*(arrays[s] for s in inputs), *(target.empty(*result) for result in results))
     except Exception:  # noqa: BLE001  (any failure to build the kernel: run it unfused)
         return [step for _, step in group.steps]
-    run = _runner(kernel, len(inputs), [(arrays[s].shape, arrays[s].dtype) for s in outputs])
+    run = _runner(kernel, len(inputs), results, target.empty)
     out = Ref(outputs[0]) if len(outputs) == 1 else tuple(Ref(s) for s in outputs)
     hidden = tuple(node.out for node in group.nodes if node.out not in outputs)
     return [Fused(run, tuple(Ref(s) for s in inputs), {}, out, False, None,
@@ -147,11 +148,12 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
                   source=source, number=number)]
 
 
-def _runner(kernel, input_count: int, results: list):
-    """The function a Fused step calls: new result arrays, as eager allocates its
-    results, then the kernel. (Arrays kept from one replay to the next gained no time
-    measurably, and held every plan's results between steps and through the whole step:
-    the toy_translate step's peak memory grew by a third.) Generated for the kernel's
+def _runner(kernel, input_count: int, results: list, empty):
+    """The function a Fused step calls: new result arrays (`empty`: NumPy's or CuPy's),
+    as eager allocates its results, then the kernel. (Arrays kept from one replay to the
+    next gained no time measurably, and held every plan's results between steps and
+    through the whole step: the toy_translate step's peak memory grew by a third.)
+    Generated for the kernel's
     number of inputs and results, so that a call makes no loop and spreads no tuple:
 
         def run(in0, in1):
@@ -168,7 +170,7 @@ def _runner(kernel, input_count: int, results: list):
               f"{allocations}"
               f"    kernel({', '.join([*inputs, *outputs])})\n"
               f"    return {', '.join(outputs)}\n")
-    namespace = {"empty": np.empty, "kernel": kernel}
+    namespace = {"empty": empty, "kernel": kernel}
     for index, (shape, dtype) in enumerate(results):
         namespace[f"shape{index}"], namespace[f"dtype{index}"] = shape, dtype
     exec(compile(source, "<minigrad fused runner>", "exec"), namespace)  # noqa: S102
@@ -188,6 +190,12 @@ def _stores_fresh(node: Node, arrays: dict, fresh: set) -> bool:
     array = arrays[node.out]
     return (node.out in fresh and array.ndim >= 1 and array.flags.c_contiguous
             and node.out not in node.operands)
+
+
+def _on_target(node: Node, arrays: dict, target) -> bool:
+    """Every array the node reads or writes is on the target's device."""
+    slots = [node.out, *(o for o in node.operands if isinstance(o, int))]
+    return all(target.holds(arrays[slot]) for slot in slots)
 
 
 def _can_run_before(step, group: _Group) -> bool:

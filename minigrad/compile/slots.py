@@ -19,7 +19,6 @@ from minigrad.compile.steps import External, GraphBreak, Ref, TensorRef, user_li
 from minigrad.compile.traced import TracedArray, plain
 from minigrad.compile.traced_device import (
     is_array,
-    is_device_array,
     is_plain_array,
     is_traced,
     root,
@@ -62,13 +61,9 @@ class Slots:
         """The traced array of a slot."""
         return self._arrays_of_slots[slot]
 
-    def recorded_arrays(self) -> dict[int, np.ndarray]:
-        """The array each slot held during the capture, plain (fusion reads their
-        shapes, dtypes and layouts, and compiles its kernels on them); None when any
-        is a GPU array: fusion's kernels are Numba CPU kernels, so a plan that computes
-        on the GPU runs its steps unfused."""
-        if any(is_device_array(traced) for traced in self._arrays_of_slots.values()):
-            return None
+    def recorded_arrays(self) -> dict:
+        """The array each slot held during the capture, plain NumPy or CuPy (fusion reads
+        their shapes, dtypes, layouts and devices, and compiles its kernels on them)."""
         return {slot: plain(traced) for slot, traced in self._arrays_of_slots.items()}
 
     def slot(self, array) -> int:

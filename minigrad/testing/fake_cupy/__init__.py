@@ -22,6 +22,7 @@ host and device meet, so the mistakes that only show on a real GPU show here:
 - the order of atomics: `ufunc.at` (CuPy's scatter-add) applies the updates of repeated
   positions in a new random order on every call, so float sums into repeated indices
   differ from run to run, as they do on a GPU;
+- `cupy.ElementwiseKernel`, for the subset of CUDA C that minigrad's compiler writes;
 - `cupy.random`, `cupy.cuda` (Device, runtime, streams, events, synchronize) and the
   memory pool, with CuPy's names;
 - any name CuPy has but the stand-in does not model, or that CuPy lacks, raises
@@ -38,6 +39,7 @@ import sys
 from minigrad.testing.fake_cupy import cuda, linalg, random, testing
 from minigrad.testing.fake_cupy._array import ndarray
 from minigrad.testing.fake_cupy._dlpack import from_dlpack
+from minigrad.testing.fake_cupy._elementwise_kernel import ElementwiseKernel
 from minigrad.testing.fake_cupy._functions import FUNCTIONS
 from minigrad.testing.fake_cupy._memory import DEFAULT_PINNED_POOL, DEFAULT_POOL
 

@@ -1,0 +1,22 @@
+"""Mutants of mg.compile: the fused kernels it writes for GPU plans."""
+from __future__ import annotations
+
+from tools.mutant_table.mutant import Mutant
+
+GPU_FUSION = "tests/test_compile_gpu_fusion.py::"
+
+COMPILE_MUTANTS = [
+    Mutant("cuda_float32_literal_read_as_double", "minigrad/compile/cuda_kernel_source.py",
+           'return f"{text}f" if dtype == np.float32 else text', "return text",
+           (GPU_FUSION + "test_the_source_computes_each_op_in_its_dtype_with_typed_literals",)),
+    Mutant("cuda_where_branches_swapped", "minigrad/compile/cuda_kernel_source.py",
+           'return f"{names[condition]} ? {values[0]} : {values[1]}"',
+           'return f"{names[condition]} ? {values[1]} : {values[0]}"',
+           (GPU_FUSION + "test_where_comparisons_and_casts_fuse_on_the_gpu",)),
+    Mutant("cuda_kernels_contract_multiply_adds", "minigrad/compile/cuda_kernel_source.py",
+           'OPTIONS = ("--fmad=false",)', "OPTIONS = ()",
+           (GPU_FUSION + "test_fused_gpu_kernels_are_elementwise_kernels_without_contraction",)),
+    Mutant("gpu_group_takes_host_arrays", "minigrad/compile/fusion.py",
+           "return all(target.holds(arrays[slot]) for slot in slots)", "return True",
+           (GPU_FUSION + "test_a_gpu_plan_fuses_its_gpu_arrays_only",)),
+]
