@@ -81,6 +81,18 @@ def test_where_comparisons_and_casts_fuse_on_the_gpu(gpu_or_stand_in):
     assert " ? " in group.source and "bool t" in group.source
 
 
+def test_cupy_array_operators_fuse_as_the_functions_they_call(gpu_or_stand_in):
+    def raw(x, y):  # cupy.ndarray.__mul__, __sub__, __gt__ on the arrays themselves
+        a, b = x.array, y.array
+        return mg.Tensor((a * b - a) * (a > b))
+
+    compiled = mg.compile(raw)
+    x, y = mg.randn(4, 3, device="cuda"), mg.randn(4, 3, device="cuda")
+    assert np.array_equal(compiled(x, y).numpy(), raw(x, y).numpy())
+    (group,) = compiled.plans()[0].fused_groups()
+    assert len(group.replaced) == 4
+
+
 def test_the_same_work_on_the_same_dtypes_shares_one_kernel(gpu_or_stand_in):
     first = mg.compile(lambda a, b: (a + b) * b)
     second = mg.compile(lambda x, y: (x + y) * y)

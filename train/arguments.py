@@ -70,9 +70,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="mixed precision: float16 matrix products under mg.autocast, "
                              "the loss scaled by mg.amp.GradScaler (on the CPU as correct as "
                              "on the GPU, and as slow as NumPy's float16)")
-    parser.add_argument("--compile", action="store_true",
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                         help="train with the model's forward compiled by mg.compile (the "
-                             "same numbers, less Python per step)")
+                             "same numbers, less Python per step); the default on the CPU "
+                             "without --amp or --distributed (a plan replays eight batch "
+                             "shapes, the others run eagerly); --no-compile runs eagerly")
     parser.add_argument("--distributed", action="store_true",
                         help="be one rank of a data-parallel run started by mpiexec -n N "
                              "(global batch = N x --batch-size); rank 0 alone logs, "
@@ -178,3 +180,12 @@ def _check_image_format(path: str) -> None:
     if extension not in formats:
         usage_error(f"argument --plot-attention: cannot save a {extension or 'nameless'} "
                     f"image; use one of {', '.join(sorted(formats))}")
+
+
+def compiles(args: argparse.Namespace) -> bool:
+    """Whether training compiles the model's forward: as --compile/--no-compile say, else
+    on the CPU without --amp (an autocast region runs eagerly) or --distributed
+    (collectives between processes do), where the replay pays."""
+    if args.compile is not None:
+        return args.compile
+    return args.device == "cpu" and not args.amp and not args.distributed

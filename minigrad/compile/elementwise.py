@@ -87,8 +87,16 @@ def as_node(step, arrays: dict) -> Node | None:
 
 def numpy_function(fn):
     """The NumPy function a recorded function stands for: CuPy's of the same name
-    (cupy.add, cupy.ndarray.astype, cupy.asarray) map to NumPy's, any other is itself."""
+    (cupy.add, cupy.ndarray.astype, cupy.asarray) and the operators of cupy.ndarray
+    (`a + b` is cupy.ndarray.__add__) map to NumPy's, any other is itself."""
     return _device_twins().get(id(fn), fn)
+
+
+# operators of cupy.ndarray, as the NumPy function each calls with (self, other)
+_OPERATORS = {"__add__": np.add, "__sub__": np.subtract, "__mul__": np.multiply,
+              "__truediv__": np.true_divide, "__neg__": np.negative,
+              "__gt__": np.greater, "__ge__": np.greater_equal, "__lt__": np.less,
+              "__le__": np.less_equal, "__eq__": np.equal, "__ne__": np.not_equal}
 
 
 def _device_twins() -> dict:
@@ -104,6 +112,8 @@ def _device_twins() -> dict:
             device_function = getattr(owner, function.__name__, None)
             if device_function is not None:
                 twins[id(device_function)] = function
+        for name, function in _OPERATORS.items():
+            twins[id(getattr(cupy.ndarray, name))] = function
         _TWINS[id(cupy)] = twins
     return twins
 
