@@ -107,12 +107,30 @@ def minigrad_step_fn(config: Config, batch, device: str, wrap=None, compiled=Fal
         optimizer.step()
         return loss
 
-    run = mg.compile(train_step, fullgraph=True) if compiled else train_step
+    if not compiled:
+        return lambda: train_step().item()  # forces the device to finish, like a loop's log
+    run = mg.compile(train_step, fullgraph=True)
 
     def step() -> float:
-        return run().item()  # forces the device to finish, like a real loop's logging
+        loss = run().item()
+        if not step.reported:  # after the capture: what fusion made of the step
+            step.reported = True
+            print(fusion_summary(run.plans()), file=sys.stderr, flush=True)
+        return loss
 
+    step.reported = False
     return step
+
+
+def fusion_summary(plans: list) -> str:
+    """One line: how many fused kernels the plans run, and any group whose kernel failed
+    to build (on a GPU, a generated CUDA kernel NVRTC refused)."""
+    groups = sum(len(plan.fused_groups()) for plan in plans)
+    failures = [failure for plan in plans for failure in plan.fusion_failures]
+    line = f"mg.compile: {groups} fused kernels in {len(plans)} plan(s)"
+    if failures:
+        line += f"; {len(failures)} group(s) left unfused: {failures[0]}"
+    return line
 
 
 def torch_step_fn(config: Config, batch, device: str, compile_mode=None):

@@ -255,6 +255,23 @@ def test_a_wrong_kernel_runs_the_step_eagerly_with_a_warning(monkeypatch):
     assert_same_bits(got.array, ((a - b).relu() * b).array)
 
 
+def test_a_kernel_that_fails_to_build_leaves_its_group_unfused_and_says_why(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+
+    def broken(source):
+        raise SyntaxError("no kernel today\nsecond line")
+
+    monkeypatch.setattr(fusion_targets, "load_kernel", broken)
+    compiled = mg.compile(lambda a, b: (a - b) * b)
+    a, b = mg.randn(3, 4), mg.randn(3, 4)
+    assert_same_bits(compiled(a, b).array, ((a - b) * b).array)
+    (plan,) = compiled.plans()
+    assert plan.fused_groups() == []
+    assert plan.fusion_failures == ["cpu kernel of 2 ops (Sub.forward, Mul.forward): "
+                                    "SyntaxError: no kernel today"]
+    assert "left unfused, its kernel failed to build: cpu kernel" in plan.describe()
+
+
 def test_a_compiled_modules_backward_is_fused_and_exact(monkeypatch):
     monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
     mg.manual_seed(0)

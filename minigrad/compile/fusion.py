@@ -58,11 +58,13 @@ class _Group:
 
 
 def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
-         first_number: int = 1) -> list:
+         first_number: int = 1, failures: list | None = None) -> list:
     """The steps with each elementwise run of MIN_OPS ops or more replaced by a Fused
     step (module docstring). `arrays`: the array each slot held during the capture;
     `slot_roots`: the memory each slot's array views; `protected`: slots that must be
-    stored whoever reads them (the plan's outputs, what a backward keeps)."""
+    stored whoever reads them (the plan's outputs, what a backward keeps). A group whose
+    kernel fails to build keeps its steps, and `failures` gets a line saying why."""
+    failures = [] if failures is None else failures
     readers: dict[int, set] = {}
     for index, step in enumerate(steps):
         if not is_identity(step):
@@ -79,7 +81,8 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
     def close():
         if group is not None:
             fused.extend(_close(group, readers, protected, constants, arrays, target,
-                                first_number + sum(isinstance(s, Fused) for s in fused)))
+                                first_number + sum(isinstance(s, Fused) for s in fused),
+                                failures))
 
     for index, step in enumerate(steps):
         if is_identity(step):
@@ -112,7 +115,7 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
 
 
 def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays: dict,
-           target, number: int) -> list:
+           target, number: int, failures: list) -> list:
     """The steps standing for a closed group: one Fused step, or its own steps."""
     ops = len(group.nodes)
     if ops < MIN_OPS:
@@ -137,7 +140,10 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
         source, kernel = built
         # compile now, for the capture's own arrays: a failure leaves the run unfused
         kernel(*(arrays[s] for s in inputs), *(target.empty(*result) for result in results))
-    except Exception:  # noqa: BLE001  (any failure to build the kernel: run it unfused)
+    except Exception as error:  # noqa: BLE001  (any failure to build it: run unfused)
+        labels = ", ".join(node.label for node in group.nodes)
+        failures.append(f"{target.name} kernel of {len(group.nodes)} ops ({labels}): "
+                        f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
         return [step for _, step in group.steps]
     run = _runner(kernel, len(inputs), results, target.empty)
     out = Ref(outputs[0]) if len(outputs) == 1 else tuple(Ref(s) for s in outputs)

@@ -40,9 +40,11 @@ class Plan:
         needs their shapes and dtypes, and is skipped without them. `first_group`: the
         number of the plan's first fused group in printouts."""
         self.steps = hoist_guards(steps, slot_roots, externals)
+        self.fusion_failures: list[str] = []  # groups whose kernel failed to build
         if arrays is not None and fusion_enabled():
             self.steps = fuse(self.steps, arrays, slot_roots,
-                              set(slots_in(output)) | set(keep), first_group)
+                              set(slots_in(output)) | set(keep), first_group,
+                              self.fusion_failures)
         self.externals = externals
         self.slot_count = slot_count
         self.output = output
@@ -76,6 +78,8 @@ class Plan:
         for step in self.steps:
             if isinstance(step, Fused):
                 lines += _describe_group(step, sources)
+        lines += [f"left unfused, its kernel failed to build: {failure}"
+                  for failure in self.fusion_failures]
         lines.append("replay function (codegen.py):")
         lines += [f"    {line}" for line in self.replay.source.splitlines()]
         return "\n".join(lines)
