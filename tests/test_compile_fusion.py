@@ -17,7 +17,7 @@ from training_steps import training_step
 
 import minigrad as mg
 from minigrad import nn, optim
-from minigrad.compile import fusion_targets, kernel_source
+from minigrad.compile import elementwise, fusion_targets
 from minigrad.compile.kernel_cache import cache_folder, load_kernel
 from minigrad.compile.steps import Fused
 
@@ -246,8 +246,8 @@ def test_without_numba_there_is_no_fusion(monkeypatch):
 
 def test_a_wrong_kernel_runs_the_step_eagerly_with_a_warning(monkeypatch):
     monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
-    wrong = dict(kernel_source._SYMBOLS, sub="+")
-    monkeypatch.setattr(kernel_source, "_SYMBOLS", wrong)
+    wrong = dict(elementwise.INFIX, sub="+")
+    monkeypatch.setattr(elementwise, "INFIX", wrong)
     compiled = mg.compile(lambda a, b: (a - b).relu() * b)
     a, b = mg.randn(3, 4), mg.randn(3, 4)
     with pytest.warns(RuntimeWarning, match="runs eagerly: its replay differs"):

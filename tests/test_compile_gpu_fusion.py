@@ -15,7 +15,7 @@ from training_steps import training_step
 import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import nn, optim
-from minigrad.compile import cuda_kernel_source
+from minigrad.compile import elementwise
 from minigrad.compile.cuda_kernel_source import cuda_source
 from minigrad.compile.elementwise import Constant, Node
 
@@ -131,8 +131,8 @@ def test_a_gpu_plan_fuses_its_gpu_arrays_only(gpu_or_stand_in):
 
 def test_a_wrong_gpu_kernel_runs_the_step_eagerly_with_a_warning(gpu_or_stand_in,
                                                                  monkeypatch):
-    wrong = dict(cuda_kernel_source._SYMBOLS, sub="+")
-    monkeypatch.setattr(cuda_kernel_source, "_SYMBOLS", wrong)
+    wrong = dict(elementwise.INFIX, sub="+")
+    monkeypatch.setattr(elementwise, "INFIX", wrong)
     compiled = mg.compile(lambda a, b: (a - b) * b)
     a, b = mg.randn(5, device="cuda"), mg.randn(5, device="cuda")
     with warnings.catch_warnings(record=True) as caught:

@@ -29,14 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from minigrad.compile.elementwise import Constant, Node, compute_dtype, operand_dtype
+from minigrad.compile.elementwise import (
+    INFIX,
+    Node,
+    compute_dtype,
+    infix_expression,
+    operand_text,
+)
 
 OPTIONS = ("--fmad=false",)
 _C_TYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
             np.dtype(np.bool_): "bool"}
-_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=",
-            "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
-GPU_OPS = frozenset({*_SYMBOLS, "neg", "cast", "where", "masked_scale"})
+GPU_OPS = frozenset({*INFIX, "neg", "cast", "where", "masked_scale"})
 
 
 @dataclass(frozen=True)
@@ -93,27 +97,17 @@ def _expression(node: Node, operands: list, names: dict, arrays: dict) -> str | 
     values = [_value(o, dtype, names, arrays) for o in operands]
     if None in values:
         return None
-    if node.op in _SYMBOLS:
-        return f"{values[0]} {_SYMBOLS[node.op]} {values[1]}"
-    if node.op == "neg":
-        return f"-{values[0]}"
-    if node.op == "cast":
-        return values[0]
+    common = infix_expression(node.op, values)
+    if common is not None:
+        return common
     return f"{values[0]} * {values[1]} * {values[2]}"  # masked_scale: (x * mask) * scale
 
 
 def _value(operand, dtype: np.dtype, names: dict, arrays: dict) -> str | None:
     """An operand in `dtype`: a variable, cast where its dtype differs, or a literal
     (None for a constant that is not finite)."""
-    if isinstance(operand, Constant):
-        value = operand.value
-        if operand.dtype is not None:  # a typed number is rounded to its dtype first
-            value = operand.dtype.type(value)
-        return _literal(value, dtype)
-    name = names[operand]
-    if operand_dtype(operand, arrays) == dtype:
-        return name
-    return f"({_C_TYPES[dtype]})({name})"
+    return operand_text(operand, dtype, names, arrays, _literal,
+                        lambda name, dtype: f"({_C_TYPES[dtype]})({name})")
 
 
 def _literal(value, dtype: np.dtype) -> str | None:

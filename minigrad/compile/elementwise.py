@@ -152,6 +152,38 @@ def compute_dtype(node: Node, arrays: dict) -> np.dtype:
     return arrays[node.out].dtype
 
 
+# the ops whose source is the same in Python and in C: infix operators, negation, and a
+# cast (its operand is already cast by operand_text)
+INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "gt": ">", "ge": ">=",
+         "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
+
+
+def infix_expression(op: str, values: list) -> str | None:
+    """The source of `op` on operand texts `values` where Python and C write it alike,
+    else None."""
+    if op in INFIX:
+        return f"{values[0]} {INFIX[op]} {values[1]}"
+    if op == "neg":
+        return f"-{values[0]}"
+    if op == "cast":
+        return values[0]
+    return None
+
+
+def operand_text(operand, dtype: np.dtype, names: dict, arrays: dict, literal, cast):
+    """An operand as kernel source computing in `dtype`: its variable, through
+    `cast(name, dtype)` where its dtype differs, or a constant through `literal(value,
+    dtype)` (a typed number rounded to its own dtype first). `literal` may return None
+    (a constant the kernel cannot write), and so then does this."""
+    if isinstance(operand, Constant):
+        value = operand.value
+        if operand.dtype is not None:
+            value = operand.dtype.type(value)
+        return literal(value, dtype)
+    name = names[operand]
+    return name if operand_dtype(operand, arrays) == dtype else cast(name, dtype)
+
+
 def operand_dtype(operand, arrays: dict) -> np.dtype | None:
     """A slot's dtype, a typed constant's dtype, or None for a Python number."""
     if isinstance(operand, Constant):
