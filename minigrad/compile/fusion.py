@@ -57,14 +57,13 @@ class _Group:
         return {node.out for node in self.nodes}
 
 
-def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set,
-         first_number: int = 1, failures: list | None = None) -> list:
+def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set, first_number: int,
+         failures: list) -> list:
     """The steps with each elementwise run of MIN_OPS ops or more replaced by a Fused
     step (module docstring). `arrays`: the array each slot held during the capture;
     `slot_roots`: the memory each slot's array views; `protected`: slots that must be
     stored whoever reads them (the plan's outputs, what a backward keeps). A group whose
     kernel fails to build keeps its steps, and `failures` gets a line saying why."""
-    failures = [] if failures is None else failures
     readers: dict[int, set] = {}
     for index, step in enumerate(steps):
         if not is_identity(step):

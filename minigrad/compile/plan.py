@@ -34,14 +34,14 @@ class Plan:
     """The steps of one capture, compiled (see the module docstring)."""
 
     def __init__(self, steps: list, externals: list[External], slot_count: int,
-                 slot_roots: dict, output, keep: set = frozenset(),
-                 arrays: dict | None = None, first_group: int = 1):
-        """`arrays`: the array each slot held during the capture; fusion (fusion.py)
-        needs their shapes and dtypes, and is skipped without them. `first_group`: the
-        number of the plan's first fused group in printouts."""
+                 slot_roots: dict, output, keep: set = frozenset(), *, arrays: dict,
+                 first_group: int = 1):
+        """`arrays`: the array each slot held during the capture, whose shapes, dtypes
+        and devices fusion (fusion.py) reads. `first_group`: the number of the plan's
+        first fused group in printouts."""
         self.steps = hoist_guards(steps, slot_roots, externals)
         self.fusion_failures: list[str] = []  # groups whose kernel failed to build
-        if arrays is not None and fusion_enabled():
+        if fusion_enabled():
             self.steps = fuse(self.steps, arrays, slot_roots,
                               set(slots_in(output)) | set(keep), first_group,
                               self.fusion_failures)
