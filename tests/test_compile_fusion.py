@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from training_steps import training_step
 
 import minigrad as mg
-from minigrad import nn, optim
+from minigrad import kernels, nn, optim
 from minigrad.compile import elementwise, fusion_targets
 from minigrad.compile.kernel_cache import cache_folder, load_kernel
 from minigrad.compile.steps import Fused
@@ -181,7 +181,8 @@ def test_every_fusable_op_joins_one_group_with_broadcast_inputs(monkeypatch):
     assert_same_bits(compiled(*tensors).array, chain(*tensors).array)
     (group,) = _groups(compiled)
     names = [_name(s) for s in group.replaced]
-    for op in ("Add", "Sub", "Mul", "Div", "Neg", "Relu", "Maximum", "Where", "ToDtype"):
+    for op in ("Add", "Sub", "Mul", "Div", "Neg", "Relu", "Maximum", "Where", "ToDtype",
+               "PowScalar"):
         assert f"{op}.forward" in names
     assert "np.greater" in names and "np.greater_equal" in names
     # mg.minimum(b, x) is -maximum(-b, -x): the (4,) -b runs before the group
@@ -227,6 +228,37 @@ def test_a_plan_holds_no_fused_result_between_replays(monkeypatch):
     # the plan and the capture's arguments, which it pins (1 MiB); a fused result kept
     # for the next replay would be one MiB more
     assert kept < 1.5 * 2**20, kept
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, 4, -1, -2, 3.0])
+def test_small_integer_powers_are_fused_as_eagers_products(exponent, dtype, monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+    program = lambda x: (x * 1.5) ** exponent  # noqa: E731
+    x = mg.tensor(np.random.default_rng(0).standard_normal(4096).astype(dtype))
+    compiled = mg.compile(program)
+    want = program(x).array
+    assert_same_bits(compiled(x).array, want)
+    assert_same_bits(compiled(x).array, want)
+    (group,) = _groups(compiled)
+    assert [_name(s) for s in group.replaced] == ["Mul.forward", "PowScalar.forward"]
+
+
+def test_a_gelu_cube_is_fused_as_products_and_left_to_numpy_in_numpy_mode(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_COMPILE_FUSION", "1")
+
+    def gelu(x):  # minGPT's tanh form
+        return 0.5 * x * (1.0 + ((2.0 / np.pi) ** 0.5 * (x + 0.044715 * x ** 3)).tanh())
+
+    x = mg.tensor(np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32))
+    for mode, fused in (("auto", True), ("numpy", False)):
+        compiled = mg.compile(gelu)
+        with kernels.mode(mode):
+            want = gelu(x).array
+            assert_same_bits(compiled(x).array, want)
+            assert_same_bits(compiled(x).array, want)
+        replaced = [_name(s) for group in _groups(compiled) for s in group.replaced]
+        assert ("PowScalar.forward" in replaced) == fused, (mode, replaced)
 
 
 def test_fusion_off_keeps_the_recorded_steps(monkeypatch):
@@ -305,7 +337,9 @@ def test_a_kernel_is_compiled_once_and_kept_on_disk(monkeypatch):
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan, 3e38, -1e-45]
 SHAPES = [(3, 4), (4,), (3, 1), (1, 4), ()]
 OPS = ("add", "sub", "mul", "div", "neg", "relu", "maximum", "minimum", "where",
-       "greater", "scale", "shift")
+       "greater", "scale", "shift", "square", "cube", "fourth", "reciprocal",
+       "reciprocal_square")
+POWERS = {"square": 2, "cube": 3, "fourth": 4, "reciprocal": -1, "reciprocal_square": -2}
 
 
 def _apply(op: str, x, y, z):
@@ -331,7 +365,13 @@ def _apply(op: str, x, y, z):
         return (x >= y).to(x.dtype) * z
     if op == "scale":
         return x * 0.1
+    if op in POWERS:
+        return x ** POWERS[op]
     return x + 3
+
+
+def _powering(exponent: int):
+    return lambda a, b: (a * b) ** exponent * 1
 
 
 SPECIAL_PROGRAMS = {
@@ -342,6 +382,7 @@ SPECIAL_PROGRAMS = {
     "where": lambda a, b: mg.where(a > b, a, b) * 1,
     "greater_equal": lambda a, b: (a >= b).to(a.dtype) * b,
     "not_equal": lambda a, b: (a != b).to(a.dtype) * b,
+    **{f"power {p}": _powering(p) for p in (0, 1, 2, 3, 4, -1, -2)},
 }
 
 

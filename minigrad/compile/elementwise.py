@@ -3,7 +3,8 @@
 A step is elementwise when each element of its result depends only on the elements at the
 same (broadcast) position of its operands. Only the operations whose generated kernel
 gives NumPy's bits are listed: addition, subtraction, multiplication, division and
-negation are exactly rounded IEEE operations in NumPy's loops and in LLVM's alike, and
+negation are exactly rounded IEEE operations in NumPy's loops and in LLVM's alike (so is a
+power by a small integer, which kernels/power.py computes as those products), and
 comparisons, selections (where, ReLU's clip, maximum, minimum) and casts between bool and
 the float types are exact. Transcendental functions (exp, tanh, erf, log) are left to
 NumPy: its SIMD code and Numba's libm may differ in the last bit.
@@ -20,7 +21,9 @@ import numpy as np
 
 from minigrad.backend.device import cupy_or_none
 from minigrad.compile.steps import Call, Ref, Unit
-from minigrad.ops.arithmetic import Add, Div, Mul, Neg, Sub
+from minigrad.kernels.mode import get_mode
+from minigrad.kernels.power import SMALL_INTEGER_EXPONENTS
+from minigrad.ops.arithmetic import Add, Div, Mul, Neg, PowScalar, Sub
 from minigrad.ops.cast import ToDtype
 from minigrad.ops.dropout import MaskedScale
 from minigrad.ops.select import Maximum, Where
@@ -36,14 +39,14 @@ _EXACT_INTEGER = 2 ** 24
 KINDS = {
     "add": "arithmetic", "sub": "arithmetic", "mul": "arithmetic", "div": "arithmetic",
     "neg": "arithmetic", "relu": "arithmetic", "maximum": "arithmetic",
-    "minimum": "arithmetic", "masked_scale": "arithmetic",
+    "minimum": "arithmetic", "masked_scale": "arithmetic", "pow": "arithmetic",
     "gt": "comparison", "ge": "comparison", "lt": "comparison", "le": "comparison",
     "eq": "comparison", "ne": "comparison",
     "where": "selection", "cast": "cast",
 }
 UNIT_OPS = {Add: "add", Sub: "sub", Mul: "mul", Div: "div", Neg: "neg", Relu: "relu",
             Maximum: "maximum", Where: "where", MaskedScale: "masked_scale",
-            ToDtype: "cast"}
+            ToDtype: "cast", PowScalar: "pow"}
 CALL_OPS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
             np.negative: "neg", np.maximum: "maximum", np.minimum: "minimum",
             np.greater: "gt", np.greater_equal: "ge", np.less: "lt", np.less_equal: "le",
@@ -214,6 +217,11 @@ def _unit_node(step: Unit) -> Node | None:
         if _number(scale) is None:
             return None
         operands = (*args, mask, Constant(scale))
+    elif op == "pow":  # x ** p for the p that kernels/power.py computes as products
+        exponent = params.pop("exponent", None)
+        if not _is_product_exponent(exponent) or get_mode() == "numpy":
+            return None
+        operands = (*args, Constant(int(exponent)))
     else:
         operands = args
     if params:
@@ -270,6 +278,13 @@ def _number(value):
     return None
 
 
+def _is_product_exponent(exponent) -> bool:
+    """An exponent kernels/power.py computes as products of x or of 1/x (in every
+    kernel mode but "numpy", whose twin is NumPy's pow)."""
+    return (isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
+            and exponent in SMALL_INTEGER_EXPONENTS)
+
+
 def _dtypes_fit(node: Node, arrays: dict) -> bool:
     """Every operand and the result of a dtype the kernels handle, as the op needs."""
     for operand in node.operands:
@@ -284,6 +299,9 @@ def _dtypes_fit(node: Node, arrays: dict) -> bool:
         x, mask = node.operands[:2]
         return (result in FLOATS and isinstance(x, int) and arrays[x].dtype == result
                 and isinstance(mask, int) and arrays[mask].dtype == np.bool_)
+    if node.op == "pow":  # NumPy arrays of float32/float64 take the products
+        x = node.operands[0]
+        return result in FLOATS and isinstance(x, int) and arrays[x].dtype == result
     if kind == "selection":
         condition = node.operands[0]
         return (result in FLOATS and isinstance(condition, int)

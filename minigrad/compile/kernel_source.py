@@ -106,7 +106,19 @@ def _expression(node: Node, operands: list, names: dict, arrays: dict) -> str:
         return f"{x} if {x} {sign} {y} or {x} != {x} else {y}"
     if node.op == "masked_scale":  # dropout: (x * mask) * scale, as MaskedScale computes
         return f"{values[0]} * {values[1]} * {values[2]}"
+    if node.op == "pow":
+        return _small_integer_power(values[0], operands[1].value, dtype)
     raise ValueError(f"no kernel expression for {node.op} ({KINDS.get(node.op)})")
+
+
+def _small_integer_power(x: str, exponent: int, dtype: np.dtype) -> str:
+    """x ** exponent as the products kernels/power.py computes, in its order:
+    x^2 = x*x, x^3 = (x*x)*x, x^4 = (x*x)*(x*x), x^-1 = 1/x, x^-2 = (1/x)*(1/x)."""
+    if exponent == 0:
+        return _literal(1.0, dtype)  # 1 for every x, NaN included
+    base = x if exponent > 0 else f"({_literal(1.0, dtype)} / {x})"
+    return {1: x, -1: base, 2: f"{base} * {base}", -2: f"{base} * {base}",
+            3: f"{x} * {x} * {x}", 4: f"({x} * {x}) * ({x} * {x})"}[exponent]
 
 
 def _value(operand, dtype: np.dtype, names: dict, arrays: dict) -> str:

@@ -7,6 +7,8 @@ Per row: mean = <x>, rstd = 1 / sqrt(<(x - mean)^2> + eps), xhat = (x - mean) * 
 <.> is the mean over the row. mean and rstd keep the normalised dims as size 1. float16
 inputs are computed in float32, and mean and rstd stay float32.
 """
+import math
+
 import numpy as np
 
 from minigrad.backend import array_module
@@ -123,7 +125,7 @@ def layer_norm_weight_grad(g, x, mean, rstd, num_dims: int):
 
 
 def _row_length(x, num_dims: int) -> int:
-    return int(np.prod(x.shape[x.ndim - num_dims :]))
+    return math.prod(x.shape[x.ndim - num_dims :])
 
 
 def _flat(a, n: int, fill: float, dtype):

@@ -41,6 +41,8 @@ of a (1024, 163) array) and the segment sum on the GPU.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from minigrad.backend import array_module
@@ -55,13 +57,13 @@ def index_add(shape: tuple, index, values):
     rows = _leading_dim_ids(index)
     if rows is not None:  # whole rows: sort only the ids, not every element's position
         ids = rows.reshape(-1) % shape[0] if rows.size else rows.reshape(-1)
-        width = int(np.prod(shape[1:]))
+        width = math.prod(shape[1:])
         return segment_sum(values.reshape(ids.size, width), ids, shape[0]).reshape(shape)
     if xp is np:  # NumPy's add.at adds in index order: it repeats exactly
         out = np.zeros(shape, dtype=values.dtype)
         np.add.at(out, index, values)
         return out
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     positions = xp.arange(size).reshape(shape)[index]
     values = xp.broadcast_to(values, positions.shape)
     return segment_sum(values.reshape(-1, 1), positions.reshape(-1), size).reshape(shape)

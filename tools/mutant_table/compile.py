@@ -1,11 +1,15 @@
-"""Mutants of mg.compile: the fused kernels it writes for GPU plans."""
+"""Mutants of mg.compile: the fused kernels it writes for CPU and GPU plans."""
 from __future__ import annotations
 
 from tools.mutant_table.mutant import Mutant
 
 GPU_FUSION = "tests/test_compile_gpu_fusion.py::"
+FUSION = "tests/test_compile_fusion.py::"
 
 COMPILE_MUTANTS = [
+    Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
+           '4: f"({x} * {x}) * ({x} * {x})"', '4: f"{x} * {x} * {x} * {x}"',
+           (FUSION + "test_small_integer_powers_are_fused_as_eagers_products",)),
     Mutant("cuda_float32_literal_read_as_double", "minigrad/compile/cuda_kernel_source.py",
            'return f"{text}f" if dtype == np.float32 else text', "return text",
            (GPU_FUSION + "test_the_source_computes_each_op_in_its_dtype_with_typed_literals",)),
