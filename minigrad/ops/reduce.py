@@ -16,6 +16,7 @@ from minigrad import dtypes
 from minigrad.amp.cast_policy import autocast_op
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
+from minigrad.kernels.leading_sum import leading_sum
 from minigrad.ops.operands import normalize_dim, normalize_dims
 from minigrad.ops.select import maximum, minimum, where
 from minigrad.ops.shape import broadcast_to
@@ -34,6 +35,9 @@ class Sum(Function):
         self.kept_shape = None if keepdim or dims is None else _kept_shape(x.shape, dims)
         if x.dtype == np.float16:
             return x.sum(axis=dims, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+        if dims and dims == tuple(range(len(dims))):  # leading dims only: rows to add up
+            out = leading_sum(x, len(dims))
+            return out.reshape(_kept_shape(x.shape, dims)) if keepdim else out
         return x.sum(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):

@@ -10,6 +10,7 @@ import numpy as np
 from minigrad import dtypes
 from minigrad.autograd.function import Function
 from minigrad.backend import array_module
+from minigrad.kernels.leading_sum import leading_sum
 from minigrad.ops.operands import normalize_dim
 from minigrad.tensor_base import TensorBase
 
@@ -78,6 +79,8 @@ class SumToShape(Function):
         axes = tuple(range(leading)) + tuple(
             leading + i for i, n in enumerate(shape) if n == 1 and x.shape[leading + i] != 1
         )
+        if axes and axes == tuple(range(len(axes))):  # only leading dims: a bias's gradient
+            return leading_sum(x, len(axes)).reshape(shape)
         out = x.sum(axis=axes, keepdims=True) if axes else x
         return out.reshape(shape)
 
