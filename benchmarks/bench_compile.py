@@ -114,6 +114,7 @@ def translate_step(quick: bool):
             state.scheduler.step()
             return loss
 
+        step.forward = forward  # the model it calls, compiled or not (profile_plan.py)
         steps[name] = step
     return steps["eager"], steps["compiled"]
 

@@ -37,6 +37,16 @@ def test_profile_step_prints_the_ops_of_one_step():
     assert "Copy:" in out
 
 
+@pytest.mark.parametrize("case", ["gpt", "toy_translate"])
+def test_profile_plan_times_the_recorded_steps_of_a_compiled_step(case):
+    out = run_module("benchmarks.profile_plan", "--case", case, "--quick", "--steps", "2")
+    names = [row.split("|")[1].strip() for row in table_rows(out)[1:]]
+    assert {"MatMul.forward", "Addmm.forward", "fused kernels"} <= set(names)
+    assert names[-1] == "(outside the plans)"
+    if case == "gpt":  # the whole step is a plan: its optimizer too
+        assert "Optimizer.step" in names
+
+
 def test_bench_overhead_runs_every_case():
     out = run_module("benchmarks.bench_overhead", "--repeats", "20", "--block", "2")
     assert len(table_rows(out)) == 2 * (1 + 4)
