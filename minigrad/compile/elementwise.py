@@ -22,7 +22,7 @@ import numpy as np
 from minigrad.backend.device import cupy_or_none
 from minigrad.compile.steps import Call, Ref, Unit
 from minigrad.kernels.mode import get_mode
-from minigrad.kernels.power import SMALL_INTEGER_EXPONENTS
+from minigrad.kernels.power import is_small_integer
 from minigrad.ops.arithmetic import Add, Div, Mul, Neg, PowScalar, Sub
 from minigrad.ops.cast import ToDtype
 from minigrad.ops.dropout import MaskedScale
@@ -219,7 +219,7 @@ def _unit_node(step: Unit) -> Node | None:
         operands = (*args, mask, Constant(scale))
     elif op == "pow":  # x ** p for the p that kernels/power.py computes as products
         exponent = params.pop("exponent", None)
-        if not _is_product_exponent(exponent) or get_mode() == "numpy":
+        if not is_small_integer(exponent) or get_mode() == "numpy":  # numpy: NumPy's pow
             return None
         operands = (*args, Constant(int(exponent)))
     else:
@@ -276,13 +276,6 @@ def _number(value):
                                                                               np.dtype(float)):
         return value
     return None
-
-
-def _is_product_exponent(exponent) -> bool:
-    """An exponent kernels/power.py computes as products of x or of 1/x (in every
-    kernel mode but "numpy", whose twin is NumPy's pow)."""
-    return (isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
-            and exponent in SMALL_INTEGER_EXPONENTS)
 
 
 def _dtypes_fit(node: Node, arrays: dict) -> bool:

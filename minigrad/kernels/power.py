@@ -45,6 +45,12 @@ from minigrad.kernels.mode import get_mode
 SMALL_INTEGER_EXPONENTS = (-2, -1, 0, 1, 2, 3, 4)
 
 
+def is_small_integer(exponent) -> bool:
+    """A Python number among SMALL_INTEGER_EXPONENTS: computed as products of x (or 1/x)
+    on the fast routes."""
+    return _is_number(exponent) and exponent in SMALL_INTEGER_EXPONENTS
+
+
 def power_twin(x, exponent):
     """x ** exponent by the array library."""
     return x**exponent
@@ -59,7 +65,7 @@ def power(x, exponent):
         if _is_number(exponent):
             exponent = float(np.float16(exponent))  # the exponent NumPy and PyTorch use
         return in_float32(power, x, exponent)
-    if _is_number(exponent) and exponent in SMALL_INTEGER_EXPONENTS:
+    if is_small_integer(exponent):
         return _small_integer_power(x, int(exponent))
     if _is_number(exponent) and exponent == 0.5:
         return np.sqrt(x)
