@@ -2,7 +2,8 @@
 that kernel comes from, and how its arrays are prepared.
 
 A dispatcher asks `cpu_kernels_for` for the module of Numba kernels to run; it gets one when
-the mode allows it, every array is a NumPy float32/float64 array of one dtype, the size
+the mode allows it, every array it passes is a NumPy float32/float64 array of one dtype
+(a kernel that reads no array, as dropout's mask, passes none), the size
 reaches the kernel's measured threshold in thresholds.py, and Numba imports. Otherwise it
 runs its reference twin. float16
 inputs never reach a kernel or a twin as they are: `in_float32` runs the computation in
@@ -32,7 +33,7 @@ def cpu_kernels_for(module: str, min_size: float, size: int, *arrays):
     """minigrad.kernels.cpu.<module> when its kernel should take these arrays (see the
     module docstring; `size` is compared with `min_size` in auto mode), else None."""
     mode = get_mode()
-    if mode == "numpy" or size == 0 or not _same_float_ndarrays(arrays):
+    if mode == "numpy" or size == 0 or (arrays and not _same_float_ndarrays(arrays)):
         return None
     if mode == "auto" and size < min_size:
         return None

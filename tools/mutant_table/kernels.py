@@ -7,6 +7,7 @@ from tools.mutant_table.mutant import Mutant
 
 KERNELS = "tests/test_kernels.py::"
 SEGMENTS = "tests/test_segment_sum.py::"
+MASKS = "tests/test_kernel_bernoulli_mask.py::"
 
 KERNEL_MUTANTS = [
     # ------------------------------------------------------------------ softmax
@@ -116,4 +117,13 @@ KERNEL_MUTANTS = [
            "ids = rows.reshape(-1) % shape[0] if rows.size else rows.reshape(-1)",
            "ids = rows.reshape(-1)",
            (SEGMENTS + "test_index_add_is_add_at_for_every_kind_of_index[rows-cpu]",)),
+    # ------------------------------------------------------------------ dropout's mask
+    Mutant("bernoulli_mask_kernel_reads_the_high_half_twice",
+           "minigrad/kernels/cpu/bernoulli_mask.py",
+           "out[2 * i] = np.uint32(word & np.uint64(0xFFFFFFFF)) < threshold",
+           "out[2 * i] = np.uint32(word >> np.uint64(32)) < threshold",
+           (MASKS + "test_the_kernel_gives_the_twins_mask",)),
+    Mutant("bernoulli_mask_twin_without_the_second_xorshift", "minigrad/kernels/bernoulli_mask.py",
+           "z = (z ^ (z >> np.uint64(27))) * MIX2", "z = z * MIX2",
+           (MASKS + "test_the_words_are_splitmix64s_published_outputs",)),
 ]
