@@ -26,6 +26,7 @@ from minigrad.compile.plan import Plan
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.replay import Backward, Entry
 from minigrad.compile.schedule import guards_into_forward
+from minigrad.compile.snapshot import Snapshot
 from minigrad.compile.steps import (
     Call,
     GraphBreak,
@@ -36,7 +37,7 @@ from minigrad.compile.steps import (
     Unit,
 )
 from minigrad.compile.traced import ACTIVE, plain
-from minigrad.compile.traced_device import is_array, is_device_array, traced_view
+from minigrad.compile.traced_device import is_array, traced_view
 from minigrad.nn.modules.module import Module
 from minigrad.tensor import Tensor
 
@@ -188,32 +189,33 @@ class Expected:
     a backward, the gradients for the stand-in output gradient."""
 
     def __init__(self, recorder: Recorder, output, backward: dict | None):
-        self.outputs = [plain(recorder.keep_of(slot)).copy() for slot in _slots(output)]
+        self.outputs = [Snapshot(plain(recorder.keep_of(slot))) for slot in _slots(output)]
         # (the memory of each external slot, what the eager run left in it)
         self.externals = [(e, plain(recorder.keep_of(e.slot)),
-                           plain(recorder.keep_of(e.slot)).copy()) for e in recorder.externals]
-        self.grads = [(tensor, _grad_copy(tensor)) for tensor, _ in
+                           Snapshot(plain(recorder.keep_of(e.slot))))
+                          for e in recorder.externals]
+        self.grads = [(tensor, _grad_snapshot(tensor)) for tensor, _ in
                       recorder.grad_start.values()]
         self.random = random.get_rng_state()
         self.rollback = recorder.rollback
         self.input_grads = None
         if backward is not None:
-            self.input_grads = [None if s is None else plain(recorder.keep_of(s)).copy()
+            self.input_grads = [None if s is None else Snapshot(plain(recorder.keep_of(s)))
                                 for s in backward["input_grads"]]
 
     def mismatch(self, entry: Entry, tensors: list[Tensor], outputs) -> str | None:
         """What the first replay made differently from the eager run; None if nothing."""
         for index, (got, want) in enumerate(zip(_arrays(outputs), self.outputs,
                                                 strict=True)):
-            if not _same(got, want):
+            if not want.matches(got):
                 return f"output {index}"
         for e, memory, want in self.externals:
-            if not _same(memory, want):
+            if not want.matches(memory):
                 return f"the {e.attribute} of a tensor of shape {e.shape}"
         for tensor, want in self.grads:
             got = tensor.grad
             if (got is None) != (want is None) or (got is not None
-                                                   and not _same(got.array, want)):
+                                                   and not want.matches(got.array)):
                 return f"the .grad of a tensor of shape {tuple(tensor.shape)}"
         if random.get_rng_state() != self.random:
             return "the random number generator's state"
@@ -223,7 +225,8 @@ class Expected:
                 entry.backward.output_slot])) if node is not None else None
             if got is not None:
                 for index, (g, want) in enumerate(zip(got, self.input_grads, strict=True)):
-                    if (g is None) != (want is None) or (g is not None and not _same(g, want)):
+                    if (g is None) != (want is None) or (g is not None
+                                                         and not want.matches(g)):
                         return f"the gradient of input {index}"
         return None
 
@@ -257,14 +260,6 @@ def _arrays(outputs) -> list:
     return []
 
 
-def _grad_copy(tensor: Tensor):
+def _grad_snapshot(tensor: Tensor):
     grad = tensor.__dict__.get("grad")
-    return None if grad is None else plain(grad.array).copy()
-
-
-def _same(got, want) -> bool:
-    """Bit for bit (NaNs in the same places count as equal); GPU arrays on the host."""
-    got, want = (a.get() if is_device_array(a) else a for a in (got, want))
-    got = np.asarray(got)
-    return (got.shape == want.shape and got.dtype == want.dtype
-            and np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"))
+    return None if grad is None else Snapshot(plain(grad.array))

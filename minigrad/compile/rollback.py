@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from minigrad import random
 from minigrad.compile.traced import plain
 from minigrad.compile.traced_device import is_array
@@ -20,7 +22,7 @@ from minigrad.optim.optimizer import Optimizer
 
 class Rollback:
     def __init__(self):
-        self._arrays: dict[int, tuple] = {}  # id -> (array, copy)
+        self._arrays: dict[tuple, tuple] = {}  # memory_key(array) -> (array, copy)
         self._versions: dict[int, tuple] = {}  # id(tensor) -> (tensor, version)
         self._replayed_growth: dict[int, int] = {}  # id(tensor) -> growth in opaque calls
         self._grads: dict[int, tuple] = {}  # id(tensor) -> (tensor, grad)
@@ -30,8 +32,9 @@ class Rollback:
         self._rng = random.get_rng_state()
 
     def array(self, array) -> None:
-        if id(array) not in self._arrays:
-            self._arrays[id(array)] = (array, array.copy())
+        key = memory_key(array)
+        if key not in self._arrays:
+            self._arrays[key] = (array, array.copy())
 
     def version(self, tensor) -> None:
         if id(tensor) not in self._versions:
@@ -119,6 +122,14 @@ class Rollback:
         for generator, state in self._generators.values():
             generator.set_state(state)
         random.set_rng_state(self._rng)
+
+
+def memory_key(array) -> tuple:
+    """Which memory an array is, whatever object views it (a parameter's array and the
+    plain view of its traced array are copied once): its address, layout and dtype."""
+    address = (array.__array_interface__["data"][0] if isinstance(array, np.ndarray)
+               else array.data.ptr)
+    return address, array.shape, array.strides, array.dtype.str
 
 
 def module_attributes(module) -> dict:
