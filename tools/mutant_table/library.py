@@ -11,6 +11,7 @@ MODELS = "tests/test_models.py::"
 DECODING = "tests/test_decoding.py::"
 DATA = "tests/test_utils_data.py::"
 FAKE_CUPY = "tests/test_fake_cupy.py::"
+FAKE_CUPY_GRAPH = "tests/test_fake_cupy_graph.py::"
 FUNCTIONAL = "tests/test_functional.py::"
 
 LIBRARY_MUTANTS = [
@@ -138,6 +139,22 @@ LIBRARY_MUTANTS = [
            "if isinstance(value, np.generic):\n        return adopt(np.asarray(value))",
            "if isinstance(value, np.generic):\n        return value",
            (FAKE_CUPY + "test_reductions_and_element_access_give_0d_device_arrays",)),
+    Mutant("fake_cupy_capture_writes_through", "minigrad/testing/fake_cupy/_capture.py",
+           "                owner[...] = memory[key]\n", "                pass\n",
+           (FAKE_CUPY_GRAPH + "test_results_hold_poison_and_inputs_keep_their_values_until_a_"
+            "launch",)),
+    Mutant("fake_cupy_capture_leaves_results_unpoisoned",
+           "minigrad/testing/fake_cupy/_capture.py",
+           "            owner[...] = poison(owner.dtype)\n", "            pass\n",
+           (FAKE_CUPY_GRAPH + "test_results_hold_poison_and_inputs_keep_their_values_until_a_"
+            "launch",)),
+    Mutant("fake_cupy_graph_redraws_random_numbers", "minigrad/testing/fake_cupy/_capture.py",
+           "(args, kwargs), baked=True)", "(args, kwargs), baked=False)",
+           (FAKE_CUPY_GRAPH + "test_random_draws_are_the_captures_at_every_launch",)),
+    Mutant("fake_cupy_capture_allows_host_copies", "minigrad/testing/fake_cupy/_array.py",
+           "            refuse_transfer(D2H, stream)\n", "            pass\n",
+           (FAKE_CUPY_GRAPH + "test_host_transfers_raise_cupys_error_during_capture_and_work_"
+            "after[get]",)),
     # ------------------------------------------------------------------ layers' Functions
     Mutant("cross_entropy_mean_over_rows_not_weights", "minigrad/ops/loss.py",
            "total_weight = float(self.target_weight.sum())",

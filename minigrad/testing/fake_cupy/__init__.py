@@ -23,14 +23,30 @@ host and device meet, so the mistakes that only show on a real GPU show here:
   positions in a new random order on every call, so float sums into repeated indices
   differ from run to run, as they do on a GPU;
 - `cupy.ElementwiseKernel`, for the subset of CUDA C that minigrad's compiler writes;
-- `cupy.random`, `cupy.cuda` (Device, runtime, streams, events, synchronize) and the
-  memory pool, with CuPy's names;
+- `cupy.random`, `cupy.cuda` (Device, runtime, streams, events, synchronize), the memory
+  pools and `cupy.cuda.using_allocator`, with CuPy's names;
+- CUDA graphs: `Stream.begin_capture()` ... `end_capture()` gives a `cupy.cuda.Graph`.
+  While the current stream captures, every kernel (ufuncs, operators in place or not,
+  methods, indexing that copies, `x[...] = v`, functions, creation routines that write,
+  `ElementwiseKernel`, random draws, matmul, Numba simulator kernels) is recorded and
+  does not run: its results hold poison (NaN, bytes of 0xA5, True) and arrays from before
+  the capture keep their values. `Graph.launch()` runs the kernels in issue order on the
+  captured arrays, reading what they hold at launch; Python scalars, shapes and random
+  numbers are the capture's. Copies between host and device (`.get()`, `float(x)`,
+  printing, `cupy.asarray` of host data, host indices, boolean masks, `nonzero`) raise
+  CuPy's RuntimeError during a capture; synchronising the capturing stream or the device
+  raises CUDA's error and invalidates the capture (_capture.py, cuda/graph.py);
 - any name CuPy has but the stand-in does not model, or that CuPy lacks, raises
   AttributeError naming it, so new code cannot silently lean on NumPy.
 
 What it cannot show: CUDA numerics (the order of reductions and scans, fast-math), which
 of several writes to one position lands (`x[idx] = v` with repeats), cuBLAS, the Numba
 CUDA kernels on hardware, asynchrony between streams, device memory limits, and speed.
+Of graphs: the capture modes (kept, not enforced: no "unsafe call" errors from other
+threads, no implicit synchronisation with the legacy stream), a graph reading memory the
+caller freed (the stand-in's graph keeps its arrays alive; on a GPU the caller must, see
+cuda/graph.py), work issued to two streams joined by events into one capture, and the
+launch's speed.
 """
 from __future__ import annotations
 

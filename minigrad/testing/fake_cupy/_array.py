@@ -21,6 +21,7 @@ import weakref
 import numpy as np
 
 from minigrad.testing.fake_cupy import _memory
+from minigrad.testing.fake_cupy._capture import D2H, H2D, device_operation, refuse_transfer
 from minigrad.testing.fake_cupy._indexing import device_index
 from minigrad.testing.fake_cupy._operators import _PYTHON_SCALARS, ArrayOperators
 
@@ -55,7 +56,7 @@ def adopt(host: np.ndarray) -> ndarray:
     array = object.__new__(ndarray)
     array._host = host
     array._allocation = _memory.allocate(host.nbytes) if host.base is None else None
-    owner = _memory_owner(host)
+    owner = _memory.memory_owner(host)
     if owner is host:
         array._base = None
         _OWNERS[id(host)] = array
@@ -63,13 +64,6 @@ def adopt(host: np.ndarray) -> ndarray:
         base = _OWNERS.get(id(owner))
         array._base = adopt(owner) if base is None else base
     return array
-
-
-def _memory_owner(host: np.ndarray) -> np.ndarray:
-    """The host array at the root of `host`'s chain of views."""
-    while isinstance(host.base, np.ndarray):
-        host = host.base
-    return host
 
 
 # id of an owning host array -> the stand-in array adopting it (an entry lives as long as
@@ -194,7 +188,10 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
 
     # ---------------------------------------------------------------- copies out
     def get(self, stream=None, order="C", out=None, blocking=True) -> np.ndarray:
-        """A host copy (the one explicit way out of the device)."""
+        """A host copy (the one explicit way out of the device); refused while the
+        stream (the current one unless given) is capturing."""
+        if self._host.size or out is not None:
+            refuse_transfer(D2H, stream)
         if out is not None:
             out[...] = self._host
             return out
@@ -206,9 +203,11 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
                 arr.dtype != self.dtype:
             raise ValueError(f"set: expected a numpy.ndarray of shape {self.shape} and "
                              f"dtype {self.dtype}, got {getattr(arr, 'shape', type(arr))}")
+        refuse_transfer(H2D, stream)
         self._host[...] = arr
 
     def item(self):
+        refuse_transfer(D2H)
         if self._host.size != 1:
             raise ValueError("can only convert an array of size 1 to a Python scalar")
         return self._host.item()
@@ -232,6 +231,7 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
         return complex(self.get())
 
     def __bool__(self) -> bool:
+        refuse_transfer(D2H)
         if self._host.size > 1:
             raise ValueError("The truth value of an array with more than one element is "
                              "ambiguous. Use a.any() or a.all()")
@@ -259,19 +259,23 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self._host.shape[0]))
 
+    @device_operation
     def __getitem__(self, index):
         return adopt(self._host[device_index(index, self._host.shape)])
 
+    @device_operation
     def __setitem__(self, index, value) -> None:
         index = device_index(index, self._host.shape)
         advanced = any(isinstance(p, np.ndarray) for p in index)
         if type(value) is ndarray:
             self._host[index] = value._host
         elif advanced:
-            self._host[index] = np.asarray(value, dtype=self.dtype)  # copied to the device
+            refuse_transfer(H2D)  # CuPy copies the value to the device first, even a scalar
+            self._host[index] = np.asarray(value, dtype=self.dtype)
         else:
             self.fill_at(index, value)
 
+    @device_operation
     def fill(self, value) -> None:
         self.fill_at((Ellipsis,), value)
 
@@ -283,11 +287,13 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
         self._host[index] = scalar
 
     # ---------------------------------------------------------------- methods
+    @device_operation
     def astype(self, dtype, order="K", casting=None, subok=None, copy=True):
         if not copy and np.dtype(dtype) == self.dtype:
             return self
         return adopt(self._host.astype(dtype, order=order, casting=casting or "unsafe"))
 
+    @device_operation
     def clip(self, min=None, max=None, out=None):  # noqa: A002  (CuPy's names)
         """Values limited to [min, max]; None leaves that side open."""
         bounds = [None if v is None else elementwise_operand(v, "clip") for v in (min, max)]
@@ -296,10 +302,12 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
         np.clip(self._host, *bounds, out=to_host(out, "clip"))
         return out
 
+    @device_operation
     def sort(self, axis=-1, kind=None) -> None:
         """In place, stable (CuPy's only kind: kind may be None or 'stable')."""
         self._host.sort(axis=axis, kind=_stable(kind))
 
+    @device_operation
     def argsort(self, axis=-1, kind=None):
         """The indices of a stable sort (CuPy's only kind: kind may be None or 'stable')."""
         return adopt(self._host.argsort(axis=axis, kind=_stable(kind)))
@@ -349,8 +357,11 @@ class ndarray(ArrayOperators):  # noqa: N801  (cupy.ndarray)
             array.__class__ = type
         return array
 
+    @device_operation
     def take(self, indices, axis=None, out=None):
         """Like CuPy's take, out-of-range indices wrap around."""
+        if type(indices) is not ndarray and np.ndim(indices):
+            refuse_transfer(H2D)  # CuPy copies host indices to the device
         indices = indices._host if type(indices) is ndarray else np.asarray(indices)
         result = np.take(self._host, indices, axis, mode="wrap")
         if out is None:

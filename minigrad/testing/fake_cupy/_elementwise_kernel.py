@@ -10,7 +10,8 @@ statement for every element at once, with CuPy's rules (cupy/_core/_kernel.pyx):
   missing ones are allocated; results go into the outputs' memory, so a view receives
   them, and an input is a reference to its memory, as in CUDA, so an input that is also
   an output reads what the operation stored there;
-- floating errors are silent, as on a GPU.
+- floating errors are silent, as on a GPU;
+- a call is a kernel launch: recorded, not run, while the current stream captures.
 Type placeholders (`T x`), `raw` parameters, a preamble, `loop_prep`/`after_loop`,
 `reduce_dims=False` and call keywords (`size`, `stream`, `block_size`) are not modeled.
 The operation is rounded as CUDA rounds it under the NVRTC option `--fmad=false`; without
@@ -24,6 +25,7 @@ import numpy as np
 
 from minigrad.testing.fake_cupy._array import ndarray, unsupported
 from minigrad.testing.fake_cupy._c_expression import parse_operation
+from minigrad.testing.fake_cupy._capture import device_operation
 
 _DTYPE_NAMES = ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
                 "uint8", "uint16", "uint32", "uint64")
@@ -60,6 +62,7 @@ class ElementwiseKernel:
     def __repr__(self) -> str:
         return f"<ElementwiseKernel {self.name!r} (stand-in)>"
 
+    @device_operation
     def __call__(self, *args, **kwargs):
         """Run on the inputs (then optionally the outputs); the output, a tuple when
         there are several or return_tuple is set, or None when no_return is set."""

@@ -10,6 +10,10 @@ other, so code cannot lean on a NumPy function that CuPy lacks. Three kinds:
   arrays of one shape (never the two mixed).
 Functions that need a device array (`ascontiguousarray`, `clip`, `sort`, ...) refuse
 anything else, and no function takes NumPy's `where=` or `initial=`.
+Each function that runs a kernel is a `device_operation` (recorded while the current
+stream captures); `empty` and `empty_like` only allocate. Copies from the host, and the
+functions whose result's shape depends on the values (CuPy reads a count back), are
+refused during a capture.
 """
 from __future__ import annotations
 
@@ -26,6 +30,13 @@ from minigrad.testing.fake_cupy._array import (
     to_host,
     unsupported,
     wrap,
+)
+from minigrad.testing.fake_cupy._capture import (
+    D2H,
+    H2D,
+    capturing,
+    device_operation,
+    refuse_transfer,
 )
 from minigrad.testing.fake_cupy._indexing import device_index
 
@@ -55,6 +66,13 @@ FUNCTION_NAMES = (
 ).split()
 
 FROM_HOST_NAMES = ("array", "asarray", "asanyarray")
+
+# functions that allocate without writing (no kernel)
+ALLOCATING_NAMES = frozenset(("empty", "empty_like"))
+# functions whose result's shape depends on the values: CuPy reads a count back to the host
+SHAPE_FROM_VALUES = frozenset(("nonzero", "argwhere", "flatnonzero", "unique"))
+# functions that give a host bool in the stand-in (a 0-d array in CuPy)
+HOST_RESULT_NAMES = frozenset(("allclose", "array_equal"))
 
 # NumPy's own objects that CuPy re-exports unchanged
 NUMPY_NAMES = (
@@ -93,6 +111,7 @@ class ufunc:  # noqa: N801  (cupy.ufunc)
     def __repr__(self) -> str:
         return f"<ufunc 'cupy_{self.name}' (stand-in)>"
 
+    @device_operation
     def __call__(self, *args, out=None, **kwargs):
         if set(kwargs) - _UFUNC_KEYWORDS:  # CuPy's message; NumPy's where= is one of them
             raise TypeError(f"Wrong arguments {kwargs}")
@@ -107,6 +126,7 @@ class ufunc:  # noqa: N801  (cupy.ufunc)
             return out
         return wrap(self._compute(*operands, **kwargs))
 
+    @device_operation
     def at(self, a, indices, b=None) -> None:
         """In place at `indices`; out-of-range indices wrap, as in CuPy's scatter. CuPy
         updates with atomics, so a position that repeats takes its values in the order
@@ -118,6 +138,8 @@ class ufunc:  # noqa: N801  (cupy.ufunc)
             raise NotImplementedError(f"`cupy_{self.name}.at` is not supported yet")
         if type(a) is not ndarray:
             raise unsupported(a, f"{self.name}.at")
+        if type(b) is not ndarray:
+            refuse_transfer(H2D)  # CuPy's scatter copies a host value to the device first
         values = b._host if type(b) is ndarray else np.asarray(b, dtype=a.dtype)
         if values.astype(a.dtype, copy=False).dtype.name not in supported:
             raise TypeError(f"cupy.{self.name}.at only supports "
@@ -153,15 +175,21 @@ def _device_function(name: str, numpy_function):
     @functools.wraps(numpy_function)
     def function(*args, **kwargs):
         refuse_numpy_only_keywords(name, kwargs)
+        if name in SHAPE_FROM_VALUES:
+            refuse_transfer(D2H)
+        if name in HOST_RESULT_NAMES and capturing():
+            raise NotImplementedError(f"cupy.{name} gives a host bool in the CuPy stand-in "
+                                      "(a 0-d array in CuPy): a capture cannot record it")
         result = numpy_function(*to_host(args, name),
                                 **{key: to_host(v, name) for key, v in kwargs.items()})
         out = kwargs.get("out")
         return out if type(out) is ndarray else wrap(result)
 
     function.__doc__ = f"cupy.{name} in the stand-in: numpy.{name} on device memory."
-    return function
+    return function if name in ALLOCATING_NAMES else device_operation(function)
 
 
+@device_operation
 def _where(condition, x=None, y=None):
     """cupy.where: elementwise over device arrays and scalars (one argument: nonzero)."""
     if x is None and y is None:
@@ -183,6 +211,7 @@ def _copy_from_host(name: str, numpy_function):
     (CuPy concatenates them); mixed with host values it is converted through NumPy, which
     refuses the device arrays (core.pyx: _array_info_from_nested_sequence)."""
 
+    @device_operation
     def function(a, dtype=None, *args, **kwargs):
         if type(a) is ndarray:
             host = numpy_function(a._host, dtype, *args, **kwargs)
@@ -192,6 +221,7 @@ def _copy_from_host(name: str, numpy_function):
             if stacked is None:
                 raise TypeError(IMPLICIT_CONVERSION)
             return adopt(numpy_function(stacked, dtype, *args, **kwargs))
+        refuse_transfer(H2D)
         host = np.array(a, dtype=dtype, copy=True)
         return adopt(numpy_function(host, None, *args, **kwargs))
 
@@ -223,6 +253,7 @@ def _as_layout(name: str, order: str):
     """cupy.ascontiguousarray / asfortranarray: a device array only (a Cython-typed
     argument: anything else is a TypeError); a 0-d array becomes 1-d, as in NumPy."""
 
+    @device_operation
     def function(a, dtype=None):
         if type(a) is not ndarray:
             raise TypeError(f"Argument 'a' has incorrect type (expected cupy.ndarray, got "

@@ -2,10 +2,14 @@
 lists and host arrays in an index are copied to the device (allowed, unlike host values
 in arithmetic), and integer arrays wrap around out-of-range entries instead of raising,
 as CuPy's take and scatter kernels do; a scalar index out of range still raises.
+During a stream capture, a host index (a copy to the device) and a boolean mask (CuPy
+reads the count of True back to the host) raise CuPy's RuntimeError.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from minigrad.testing.fake_cupy._capture import D2H, H2D, refuse_transfer
 
 
 def device_index(index, shape: tuple):
@@ -22,7 +26,10 @@ def device_index(index, shape: tuple):
 def _index_part(part):
     if hasattr(part, "_host"):  # a stand-in array
         part = part._host
+        if part.dtype == np.bool_:
+            refuse_transfer(D2H)
     elif isinstance(part, (list, np.ndarray)):
+        refuse_transfer(H2D)
         part = np.asarray(part)
         if part.size == 0 and part.dtype.kind == "f":
             part = part.astype(np.int64)  # an empty list means no indices, not a mask

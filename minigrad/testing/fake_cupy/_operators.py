@@ -3,10 +3,13 @@ rule for a foreign operand) and its methods named after NumPy's (`x.sum()`,
 `x.reshape()`, ...), run on the device memory `_host`. ArrayOperators holds them;
 _array.ndarray inherits them and gives what they are written with: `_wrap(value)` (a
 NumPy result as device values), `_operand(value, op)` (an elementwise operand, host
-arrays refused) and `_run_host_method(name, args, kwargs)`."""
+arrays refused) and `_run_host_method(name, args, kwargs)`. Each is a kernel of the
+stand-in (`device_operation`: recorded while the current stream captures)."""
 from __future__ import annotations
 
 import numpy as np
+
+from minigrad.testing.fake_cupy._capture import D2H, device_operation, refuse_transfer
 
 _PYTHON_SCALARS = (bool, int, float, complex)  # operands CuPy takes besides arrays
 
@@ -34,6 +37,7 @@ _MISSING = object()
 def _binary_operator(numpy_ufunc, reflected: bool):
     name = numpy_ufunc.__name__
 
+    @device_operation
     def operator(self, other):
         if self._defers_to(other):
             return NotImplemented
@@ -48,6 +52,7 @@ def _binary_operator(numpy_ufunc, reflected: bool):
 def _inplace_operator(numpy_ufunc):
     name = numpy_ufunc.__name__
 
+    @device_operation
     def operator(self, other):
         if self._defers_to(other):
             return NotImplemented
@@ -58,11 +63,14 @@ def _inplace_operator(numpy_ufunc):
 
 
 def _unary_operator(numpy_ufunc):
-    return lambda self: self._wrap(numpy_ufunc(self._host))
+    return device_operation(lambda self: self._wrap(numpy_ufunc(self._host)))
 
 
 def _host_method(name: str):
+    @device_operation
     def method(self, *args, **kwargs):
+        if name in _SHAPE_FROM_VALUES:
+            refuse_transfer(D2H)  # CuPy reads the count of results back to the host
         return self._run_host_method(name, args, kwargs)
 
     method.__name__ = method.__qualname__ = name
@@ -80,6 +88,8 @@ _COMPARISONS = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less
                 "gt": np.greater, "ge": np.greater_equal}
 _UNARY_OPERATORS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
                     "invert": np.invert}
+# methods whose result's shape depends on the values
+_SHAPE_FROM_VALUES = frozenset(("nonzero",))
 # NumPy's methods of the same name, run on the device memory
 _METHOD_NAMES = (
     "all any argmax argmin argpartition conj copy cumprod cumsum diagonal dot "

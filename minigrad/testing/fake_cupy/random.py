@@ -7,7 +7,8 @@
 - `default_rng` with the Generator API (`random`, `standard_normal`, `integers`, `uniform`).
 
 A (seed, generator type) pair gives the same stream on every run, as cuRAND does; the
-numbers are NumPy's, not cuRAND's.
+numbers are NumPy's, not cuRAND's. Each draw is a `random_draw`: during a stream capture
+the generator advances once and every launch of the graph writes the numbers drawn then.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import numpy as np
 
 from minigrad.testing.fake_cupy._array import adopt, ndarray
+from minigrad.testing.fake_cupy._capture import random_draw
 from minigrad.testing.fake_cupy.cuda import curand
 
 _UINT64_LIMIT = 2**64
@@ -62,17 +64,20 @@ class RandomState:
                 raise ValueError("Seed must be an integer between 0 and 2**64 - 1")
         self._numbers = np.random.Generator(np.random.PCG64([seed, self.method]))
 
+    @random_draw
     def random_sample(self, size=None, dtype=float) -> ndarray:
         return adopt(np.asarray(self._numbers.random(_shape(size), _float_dtype(dtype))))
 
     def rand(self, *size, dtype=float) -> ndarray:
         return self.random_sample(size, dtype)
 
+    @random_draw
     def uniform(self, low=0.0, high=1.0, size=None, dtype=float) -> ndarray:
         low, high = _scalar(low, "low"), _scalar(high, "high")
         draws = self.random_sample(size, dtype)
         return adopt(draws.dtype.type(low) + draws._host * draws.dtype.type(high - low))
 
+    @random_draw
     def normal(self, loc=0.0, scale=1.0, size=None, dtype=float) -> ndarray:
         loc, scale = _scalar(loc, "loc"), _scalar(scale, "scale")
         dtype = _float_dtype(dtype)
@@ -85,6 +90,7 @@ class RandomState:
     def randn(self, *size, dtype=float) -> ndarray:
         return self.normal(size=size, dtype=dtype)
 
+    @random_draw
     def randint(self, low, high=None, size=None, dtype=int) -> ndarray:
         low, high = (0, low) if high is None else (low, high)
         if _scalar(low, "low") >= _scalar(high, "high"):
@@ -92,6 +98,7 @@ class RandomState:
         draws = self._numbers.integers(low, high, _shape(size), dtype=np.int64)
         return adopt(np.asarray(draws).astype(dtype, copy=False))
 
+    @random_draw
     def permutation(self, num) -> ndarray:
         if not isinstance(num, (int, np.integer)):
             raise NotImplementedError("the CuPy stand-in permutes range(n) only")
@@ -100,7 +107,7 @@ class RandomState:
     def shuffle(self, a: ndarray) -> None:
         if type(a) is not ndarray:
             raise TypeError("The array must be cupy.ndarray")
-        self._numbers.shuffle(a._host)
+        a[...] = a[self.permutation(len(a))]  # NumPy's shuffle draws this permutation
 
 
 def seed(seed=None) -> None:
@@ -177,26 +184,32 @@ class Generator:
         self._numbers = np.random.Generator(np.random.PCG64(bit_generator.seed_sequence))
 
     def random(self, size=None, dtype=np.float64, out=None) -> ndarray:
-        return self._fill(self._numbers.random(_shape(size), _float_dtype(dtype)), out)
+        return _into(self._draw("random", _shape(size), _float_dtype(dtype)), out)
 
     def standard_normal(self, size=None, dtype=np.float64, out=None) -> ndarray:
-        draws = self._numbers.standard_normal(_shape(size), _float_dtype(dtype))
-        return self._fill(draws, out)
+        return _into(self._draw("standard_normal", _shape(size), _float_dtype(dtype)), out)
 
+    @random_draw
+    def _draw(self, method: str, shape: tuple, dtype: np.dtype) -> ndarray:
+        return adopt(np.asarray(getattr(self._numbers, method)(shape, dtype)))
+
+    @random_draw
     def uniform(self, low=0.0, high=1.0, size=None, dtype=np.float64) -> ndarray:
         draws = self._numbers.random(_shape(size), _float_dtype(dtype))
         return adopt(np.asarray(draws * draws.dtype.type(high - low) + draws.dtype.type(low)))
 
+    @random_draw
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False) -> ndarray:
         draws = self._numbers.integers(low, high, _shape(size), dtype=dtype, endpoint=endpoint)
         return adopt(np.asarray(draws))
 
-    @staticmethod
-    def _fill(draws, out):
-        if out is None:
-            return adopt(np.asarray(draws))
-        out[...] = adopt(np.asarray(draws))
-        return out
+
+def _into(draws: ndarray, out):
+    """The draws, or `out` holding them (a copy on the device, after the draw)."""
+    if out is None:
+        return draws
+    out[...] = draws
+    return out
 
 
 class XORWOW:

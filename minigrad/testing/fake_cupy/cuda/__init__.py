@@ -1,19 +1,28 @@
-"""cupy.cuda in the stand-in: one device (id 0), streams, events, the memory pool and the
-runtime queries. The stand-in runs every operation when it is issued, so a stream
-orders nothing and synchronising waits for nothing, but the objects, their pointers and
-the "current stream" behave as CuPy's do, so code that hands streams on can be tested.
+"""cupy.cuda in the stand-in: one device (id 0), streams, events, the memory pools and
+allocators, the runtime queries, and stream capture into CUDA graphs. The stand-in runs
+every operation when it is issued, so a stream orders nothing and synchronising waits
+for nothing, but the objects, their pointers and the "current stream" behave as CuPy's
+do, so code that hands streams on can be tested. A capturing stream does not run the
+work issued to it: it records it into a `Graph` (graph.py, ../_capture.py).
 """
 from __future__ import annotations
 
 import itertools
 import time
 
-from minigrad.testing.fake_cupy._memory import MemoryPool, PinnedMemoryPool
-from minigrad.testing.fake_cupy.cuda import curand, runtime
+from minigrad.testing.fake_cupy import _capture
+from minigrad.testing.fake_cupy._memory import (
+    MemoryPool,
+    PinnedMemoryPool,
+    get_allocator,
+    using_allocator,
+)
+from minigrad.testing.fake_cupy.cuda import curand, graph, runtime
+from minigrad.testing.fake_cupy.cuda.graph import Graph
 
-__all__ = ["Device", "Event", "MemoryPool", "PinnedMemoryPool", "Stream", "curand",
-           "get_current_stream", "get_device_id", "get_elapsed_time", "is_available",
-           "runtime"]
+__all__ = ["Device", "Event", "Graph", "MemoryPool", "PinnedMemoryPool", "Stream", "curand",
+           "get_allocator", "get_current_stream", "get_device_id", "get_elapsed_time",
+           "graph", "is_available", "runtime", "using_allocator"]
 
 _stream_pointers = itertools.count(0x7000)
 
@@ -59,7 +68,8 @@ class Device:
 
 class Stream:
     """cupy.cuda.Stream: `with Stream(): ...` makes it current; `ptr` 0 is the null
-    stream, as in CuPy."""
+    stream, as in CuPy. Streams with one pointer (those made with ptds=True) are one
+    CUDA stream: they capture together."""
 
     null: Stream  # set below
 
@@ -71,22 +81,45 @@ class Stream:
 
     def __enter__(self) -> Stream:
         self._previous.append(get_current_stream())
-        _current[0] = self
+        _capture.issue_to(self)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        _current[0] = self._previous.pop()
+        _capture.issue_to(self._previous.pop())
 
     def use(self) -> Stream:
-        _current[0] = self
+        _capture.issue_to(self)
         return self
 
     def synchronize(self) -> None:
-        pass
+        """Nothing to wait for; CUDA forbids it on a capturing stream (the capture is
+        invalidated and it raises)."""
+        _capture.invalidate([self.ptr], runtime._CAPTURE_UNSUPPORTED)
 
     @property
     def done(self) -> bool:
+        _capture.invalidate([self.ptr], runtime._CAPTURE_UNSUPPORTED)  # cudaStreamQuery
         return True
+
+    def begin_capture(self, mode=None) -> None:
+        """Start capturing: the work issued to this stream is recorded, not run, until
+        `end_capture()` returns it as a Graph. `mode`: a runtime.streamCaptureMode*
+        (default Relaxed, CuPy's); the stand-in keeps it but models no difference."""
+        if self.ptr == 0 or self.ptr == 1:
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        if mode is None:
+            mode = runtime.streamCaptureModeRelaxed
+        if mode not in (runtime.streamCaptureModeGlobal, runtime.streamCaptureModeThreadLocal,
+                        runtime.streamCaptureModeRelaxed):
+            raise runtime.CUDARuntimeError("cudaErrorInvalidValue: invalid argument")
+        _capture.begin(self.ptr, mode)
+
+    def end_capture(self) -> Graph:
+        """Stop capturing; the Graph of the work issued since `begin_capture()`."""
+        return Graph._from_capture(_capture.end(self.ptr))
+
+    def is_capturing(self) -> bool:
+        return runtime.streamIsCapturing(self.ptr)
 
     def record(self, event: Event | None = None) -> Event:
         event = event or Event()
@@ -101,12 +134,12 @@ class Stream:
 
 
 Stream.null = Stream(null=True)
-_current = [Stream.null]
+_capture.issue_to(Stream.null)
 
 
 def get_current_stream(device_id: int = -1) -> Stream:
     """The stream CuPy issues work on (the null stream unless a `with Stream()` is open)."""
-    return _current[0]
+    return _capture.current_stream()
 
 
 class Event:

@@ -1,14 +1,20 @@
-"""cupy.cuda.runtime in the stand-in: the queries minigrad makes, for one device."""
+"""cupy.cuda.runtime in the stand-in: the queries minigrad makes, for one device, and the
+stream capture queries and constants (cudaStreamIsCapturing, cudaStreamCaptureMode)."""
 from __future__ import annotations
 
 DEVICE_NAME = "minigrad CuPy stand-in (NumPy on the host, no GPU)"
 is_hip = False
 streamLegacy = 1  # noqa: N816  (CUDA's names)
 streamPerThread = 2  # noqa: N816
+streamCaptureModeGlobal = 0  # noqa: N816
+streamCaptureModeThreadLocal = 1  # noqa: N816
+streamCaptureModeRelaxed = 2  # noqa: N816
+_CAPTURE_UNSUPPORTED = ("cudaErrorStreamCaptureUnsupported: operation not permitted when "
+                       "stream is capturing")
 
 
 class CUDARuntimeError(RuntimeError):
-    """What CUDA runtime calls raise (here: an invalid device ordinal)."""
+    """What CUDA runtime calls raise: "<CUDA's error name>: <its description>"."""
 
 
 def getDeviceCount() -> int:  # noqa: N802
@@ -39,7 +45,23 @@ def driverGetVersion() -> int:  # noqa: N802
 
 
 def deviceSynchronize() -> None:  # noqa: N802
-    """Work in the stand-in runs when it is issued: nothing to wait for."""
+    """Work in the stand-in runs when it is issued: nothing to wait for. CUDA forbids it
+    while a stream captures: the captures are invalidated and it raises."""
+    from minigrad.testing.fake_cupy import _capture  # the stand-in's modules import one another
+
+    _capture.invalidate(list(_capture.captures), _CAPTURE_UNSUPPORTED)
+
+
+def streamIsCapturing(stream: int) -> bool:  # noqa: N802
+    """Whether the stream with pointer `stream` is capturing; RuntimeError once an error
+    has invalidated its capture (CuPy's)."""
+    from minigrad.testing.fake_cupy import _capture  # the stand-in's modules import one another
+
+    capture = _capture.captures.get(stream)
+    if capture is not None and capture.error is not None:
+        raise RuntimeError("the stream was capturing, but an error has invalidated the "
+                           "capture sequence")
+    return capture is not None
 
 
 def check_device(device: int) -> None:
