@@ -14,7 +14,9 @@
     kernel_cache.py   generated kernels compiled once, cached on disk
     guards.py    when a plan fits a call
     capture.py   one capture, from the eager run to an Entry
+    snapshot.py  what the eager run left in an array, kept to check the first replay
     replay.py    replaying an Entry; a compiled forward's node in the eager graph
+    cuda_graph.py  a GPU plan captured into a CUDA graph, launched as one call
     api.py       mg.compile, CompiledFunction, OptimizedModule
 """
 from minigrad.compile.api import CACHE_SIZE_LIMIT, OptimizedModule, Unsupported, compile

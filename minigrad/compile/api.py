@@ -26,6 +26,7 @@ import warnings
 from minigrad import random
 from minigrad.amp.autocast_mode import STATE as AUTOCAST
 from minigrad.compile.capture import Broken, capture
+from minigrad.compile.cuda_graph import GRAPH_MODES, use_cuda_graphs
 from minigrad.compile.guards import argument_objects, call_facts
 from minigrad.compile.steps import GuardFailed
 from minigrad.compile.traced import ACTIVE
@@ -47,7 +48,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
         it eagerly with a warning.
     dynamic: accepted for PyTorch's signature; sizes are not symbolic here, so each new
         shape is a new plan (up to CACHE_SIZE_LIMIT).
-    mode: one of PyTorch's modes; all replay the same plan (there is no autotuning).
+    mode: one of PyTorch's modes; all replay the same plan (there is no autotuning),
+        and "reduce-overhead" and "max-autotune" launch a GPU plan as one CUDA graph
+        where it can be (cuda_graph.py).
     disable: return `model` itself, uncompiled.
     Used without `model`, returns a decorator: `@mg.compile(fullgraph=True)`."""
     if mode not in MODES:
@@ -61,21 +64,22 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
     if disable:
         return model
     if isinstance(model, Module):
-        return OptimizedModule(model, CompiledFunction(model, fullgraph))
+        return OptimizedModule(model, CompiledFunction(model, fullgraph, mode))
     if not callable(model):
         raise TypeError(f"compile: expected a function or a Module, got "
                         f"{type(model).__name__}")
-    return CompiledFunction(model, fullgraph)
+    return CompiledFunction(model, fullgraph, mode)
 
 
 class CompiledFunction:
     """A function with its plans (see the module docstring)."""
 
-    def __init__(self, fn, fullgraph: bool):
+    def __init__(self, fn, fullgraph: bool, mode: str | None = None):
         functools.update_wrapper(self, fn, updated=())
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self._fn = fn
         self._fullgraph = fullgraph
+        self._cuda_graphs = mode in GRAPH_MODES
         self._plans: dict[tuple, list] = {}
         self._plan_count = 0
         self._eager: set = set()  # call keys whose step cannot be captured
@@ -143,6 +147,8 @@ class CompiledFunction:
             return self._eager_call(captured.reason, args, kwargs)
         entry, expected = captured
         entry.pinned = argument_objects(args, kwargs)
+        if self._cuda_graphs:  # the first replay, checked below, launches the graph
+            use_cuda_graphs(entry, self.__name__)
         if "compile" in os.environ.get("MINIGRAD_DEBUG", "").split(","):
             print(f"[minigrad compile] {self.__name__}\n{entry.plan.describe()}",
                   file=sys.stderr)

@@ -91,7 +91,10 @@ class ReplayFunction:
                 body.append("del " + ", ".join(f"s{slot}" for slot in dropped))
                 body += [f"slots[{slot}] = None" for slot in dropped if slot in loaded]
         freed = {slot for dropped in frees for slot in dropped}
-        body += [f"slots[{slot}] = s{slot}" for slot in sorted(computed - freed)]
+        self.loaded = loaded  # the slots it reads from the list
+        self.stored = sorted(computed - freed)  # the slots it writes into the list
+        self.dropped_loaded = [slot for slot in loaded if slot in freed]  # set to None
+        body += [f"slots[{slot}] = s{slot}" for slot in self.stored]
         lines = ["def replay(slots):"]
         lines += [f"    s{slot} = slots[{slot}]" for slot in loaded]
         lines += [f"    {line}" for line in body] or ["    pass"]

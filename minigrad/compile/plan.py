@@ -26,6 +26,7 @@ from minigrad.compile.steps import (
     TensorRef,
     Unit,
 )
+from minigrad.compile.traced_device import is_device_array
 from minigrad.generator import Generator
 from minigrad.tensor import Tensor
 
@@ -39,6 +40,8 @@ class Plan:
         """`arrays`: the array each slot held during the capture, whose shapes, dtypes
         and devices fusion (fusion.py) reads. `first_group`: the number of the plan's
         first fused group in printouts."""
+        self.slot_roots = slot_roots
+        self.on_gpu = bool(arrays) and all(is_device_array(a) for a in arrays.values())
         self.steps = hoist_guards(steps, slot_roots, externals)
         self.fusion_failures: list[str] = []  # groups whose kernel failed to build
         if fusion_enabled():
@@ -48,14 +51,18 @@ class Plan:
         self.externals = externals
         self.slot_count = slot_count
         self.output = output
-        self.replay = ReplayFunction(self.steps, last_uses(self.steps, output, keep), output)
+        self.frees = last_uses(self.steps, output, keep)  # per step, the slots dropped
+        self.replay = ReplayFunction(self.steps, self.frees, output)
         self.build_output = self.replay.output
         self.random_sources = _random_before_guards(self.steps)
         self.version_changes: list = []  # (tensor, growth) applied after a replay
+        self.graph = None  # a GraphReplay (cuda_graph.py) when launched as a CUDA graph
 
     def run(self, slots: list) -> None:
-        """Run every step on `slots` (external slots bound)."""
-        self.replay.function(slots)
+        """Run every step on `slots` (external slots bound): as one CUDA graph launch
+        where the plan has a graph, else step by step."""
+        if self.graph is None or not self.graph.run(slots):
+            self.replay.function(slots)
         for tensor, growth in self.version_changes:
             tensor._version[0] += growth
 
