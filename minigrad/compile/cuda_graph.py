@@ -11,12 +11,17 @@ through CuPy's graph API instead of issuing its kernels one by one from Python:
                      the results the caller keeps out of the graph's memory
 
 A graph bakes in every address and every kernel argument, so a plan goes into one only
-when nothing in it is decided on the host at replay time. It stays a stream replay
-(its steps issued one by one, as without graphs) when it reads a value into Python (a
-guard), draws random numbers (a graph would redraw the captured numbers), calls Python
+when nothing in it is decided on the host at replay time. The values it reads into
+Python (guards: an index's range, say) are read before each launch, by the guards and
+the steps they depend on, run on the call's arrays; a failed check stops the call before
+the graph runs. It stays a stream replay (its steps issued one by one, as without
+graphs) when it draws random numbers (a graph would redraw the captured numbers), calls Python
 (an optimizer step, a `.grad = ...`), writes into an array it is handed (the write would
 land in the graph's copy), or hands back two results sharing memory. The reason is
-printed under MINIGRAD_DEBUG=compile.
+printed under MINIGRAD_DEBUG=compile. A capture that fails (an operation CUDA does not
+allow while a stream captures) is tried once more at the next call, since the stream
+replay of the failed call loads the kernels and sets up the libraries a first capture
+may have met unready; a second failure leaves the plan a stream replay.
 
 Parameters and buffers (tensors the step reaches, not its arguments) are read in place:
 the graph reads their memory, so an optimizer updating them in place is seen at the next
@@ -37,6 +42,7 @@ import sys
 
 from minigrad.backend.device import cupy_or_none
 from minigrad.compile.codegen import ReplayFunction
+from minigrad.compile.schedule import last_uses, step_outputs, step_reads
 from minigrad.compile.steps import Call, Guard, Opaque, SetGrad
 
 GRAPH_MODES = ("reduce-overhead", "max-autotune")
@@ -66,6 +72,7 @@ class GraphReplay:
         self.label = label
         self.reason = _steps_refusal(plan)  # None while the plan may go into a graph
         self.captures = 0
+        self.failed_captures = 0
         self.launches = 0
         self.graph = None
         self._reported = None
@@ -75,8 +82,9 @@ class GraphReplay:
         the plan stays a stream replay."""
         if self.reason is None and (self.graph is None or not self.graph.fits(slots)):
             self._capture(slots)
-        if self.reason is not None:
-            self._report(f"stream replay: {self.reason}")
+        if self.graph is None:
+            if self.reason is not None:
+                self._report(f"stream replay: {self.reason}")
             return False
         self.graph.launch(slots)
         self.launches += 1
@@ -91,6 +99,13 @@ class GraphReplay:
         self.captures += 1
         try:
             self.graph = _CapturedGraph(self.plan, slots, self.stable_slots)
+        except _CaptureFailed as failed:
+            # the first time, a kernel may have been loaded or a library set up during
+            # the capture: the stream replay of this call does both, so try once more
+            self.failed_captures += 1
+            if self.failed_captures == 2:
+                self.reason = str(failed)
+            return
         except _Refused as refused:
             self.reason = str(refused)
             return
@@ -109,12 +124,16 @@ class _Refused(Exception):
     """The plan cannot go into a graph; the message says why."""
 
 
+class _CaptureFailed(_Refused):
+    """An operation of the plan failed while the stream was capturing."""
+
+
 class _CapturedGraph:
     """The graph of one capture: its buffers and what a launch copies in and out."""
 
     def __init__(self, plan, slots: list, stable_slots: frozenset):
         cupy = cupy_or_none()
-        replay = _without_host_copies(plan, cupy)
+        self.checks, replay = _split(plan, cupy)
         self.replay = replay
         for slot in replay.loaded:
             if not isinstance(slots[slot], cupy.ndarray):
@@ -123,14 +142,14 @@ class _CapturedGraph:
         self.pinned = {slot: slots[slot] for slot in replay.loaded if slot in stable_slots}
         staged = [slot for slot in replay.loaded if slot not in stable_slots]
         _refuse_writes_into(plan, staged)
-        for slot in staged:
-            if not slots[slot].flags.c_contiguous:
-                raise _Refused(f"slot s{slot} is not C-contiguous")
         self.pool = cupy.cuda.MemoryPool()  # never shared: see the module docstring
         stream = cupy.cuda.Stream(non_blocking=True)
         buffers = list(slots)
         with cupy.cuda.using_allocator(self.pool.malloc):
+            # (a view with gaps gets a dense buffer: the first launch, checked against
+            # the eager run, shows that the kernels give the same bits on it)
             self.inputs = {slot: cupy.empty_like(slots[slot]) for slot in staged}
+            self.layouts = {slot: slots[slot].strides for slot in staged}
             for slot, buffer in self.inputs.items():
                 buffers[slot] = buffer
             with stream:
@@ -139,7 +158,7 @@ class _CapturedGraph:
                     replay.function(buffers)
                 except Exception as failure:  # noqa: BLE001  (e.g. a host read in a kernel)
                     _end_quietly(stream)
-                    raise _Refused(f"the capture failed: {failure!r}") from None
+                    raise _CaptureFailed(f"the capture failed: {failure!r}") from None
                 self.graph = stream.end_capture()
         self.results = {slot: buffers[slot] for slot in replay.stored}
         self.copied_out = _results_to_copy(self.results, self.pinned, self.inputs)
@@ -153,12 +172,15 @@ class _CapturedGraph:
         for slot, buffer in self.inputs.items():
             array = slots[slot]
             if (array.shape != buffer.shape or array.dtype != buffer.dtype
-                    or not array.flags.c_contiguous):
+                    or array.strides != self.layouts[slot]):
                 return False
         return True
 
     def launch(self, slots: list) -> None:
-        """The replay function's effect on `slots`, by one graph launch."""
+        """The replay function's effect on `slots`, by one graph launch, after the
+        plan's checks (GuardFailed where one fails)."""
+        if self.checks is not None:
+            self.checks.function(list(slots))  # a copy: the checks drop what they read
         for slot, buffer in self.inputs.items():
             buffer[...] = slots[slot]
         self.graph.launch()
@@ -168,29 +190,60 @@ class _CapturedGraph:
             slots[slot] = result.copy(order="K") if slot in self.copied_out else result
 
 
-def _without_host_copies(plan, cupy):
-    """The plan's replay function, or one in which each array made from host values
-    (`cupy.asarray(0.5, dtype=...)`: a copy from the host, which a capturing stream
-    refuses) is made once, now, and copied on the device at each launch."""
+def _split(plan, cupy):
+    """(checks, graph): the replay function of the plan's guards with the steps they
+    read from (None without guards), run before each launch on the call's own arrays,
+    and the replay function the graph is captured from: the plan without its guards,
+    each copy from the host in it made once (`_made_once`)."""
+    guards = [step for step in plan.steps if isinstance(step, Guard)]
+    checks = None
+    if guards:
+        cone = _guard_cone(plan.steps)
+        checks = ReplayFunction(cone, last_uses(cone, None, ()), None)
     from_host = (cupy.asarray, cupy.array, cupy.asanyarray)
-    steps, replaced = [], False
-    for step in plan.steps:
-        if isinstance(step, Call) and not step.reads and step.fn in from_host:
-            made = step.fn(*step.args, **step.kwargs)
-            step = dataclasses.replace(step, fn=made.copy, args=(), kwargs={},
-                                       label=f"{step.label} (made once)")
-            replaced = True
-        steps.append(step)
-    if not replaced:
-        return plan.replay
-    return ReplayFunction(steps, plan.frees, plan.output)
+    steps = [dataclasses.replace(step, fn=_made_once(step.fn, cupy))
+             if isinstance(step, Call) and step.fn in from_host else step
+             for step in plan.steps if not isinstance(step, Guard)]
+    if not guards and all(new is old for new, old in zip(steps, plan.steps, strict=True)):
+        return checks, plan.replay
+    return checks, ReplayFunction(steps, last_uses(steps, plan.output, plan.keep),
+                                  plan.output)
+
+
+def _guard_cone(steps: list) -> list:
+    """The guards and every step they depend on, in the plan's order. A graph reads no
+    value into Python, so these run before its launch: a failed check then stops the
+    call before the graph changed anything."""
+    needed, cone = set(), []
+    for step in reversed(steps):
+        if isinstance(step, Guard) or needed.intersection(step_outputs(step)):
+            if getattr(step, "writes", ()):
+                raise _Refused(f"a value it reads into Python depends on {step.label}, "
+                               "which writes into an array")
+            cone.append(step)
+            needed.update(step_reads(step))
+    return cone[::-1]
+
+
+def _made_once(copy_from_host, cupy):
+    """`copy_from_host` run on a stream that is not capturing; its result, kept alive
+    as long as the graph, is copied on the capturing stream (module docstring)."""
+    side = cupy.cuda.Stream(non_blocking=True)
+    kept = []
+
+    def copied(*args, **kwargs):
+        with side:
+            array = copy_from_host(*args, **kwargs)
+        side.synchronize()
+        kept.append(array)
+        return array.copy()
+
+    return copied
 
 
 def _steps_refusal(plan) -> str | None:
     """Why the plan's steps cannot go into a graph; None when they can."""
     for step in plan.steps:
-        if isinstance(step, Guard):
-            return f"it reads a value into Python ({step.label})"
         if isinstance(step, (Opaque, SetGrad)):
             return "it calls Python (an optimizer step or a .grad = ...)"
         if step.effect == "random":

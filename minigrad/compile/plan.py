@@ -41,7 +41,7 @@ class Plan:
         and devices fusion (fusion.py) reads. `first_group`: the number of the plan's
         first fused group in printouts."""
         self.slot_roots = slot_roots
-        self.on_gpu = bool(arrays) and all(is_device_array(a) for a in arrays.values())
+        self.on_gpu = any(is_device_array(a) for a in arrays.values())
         self.steps = hoist_guards(steps, slot_roots, externals)
         self.fusion_failures: list[str] = []  # groups whose kernel failed to build
         if fusion_enabled():
@@ -51,6 +51,7 @@ class Plan:
         self.externals = externals
         self.slot_count = slot_count
         self.output = output
+        self.keep = keep  # slots kept past the run (what a backward reads)
         self.frees = last_uses(self.steps, output, keep)  # per step, the slots dropped
         self.replay = ReplayFunction(self.steps, self.frees, output)
         self.build_output = self.replay.output
