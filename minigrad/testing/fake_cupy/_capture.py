@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from minigrad.testing.fake_cupy import _memory
-from minigrad.testing.fake_cupy.cuda.runtime import CUDARuntimeError
+from minigrad.testing.fake_cupy._errors import CUDARuntimeError
 
 H2D = "H2D transfers"
 D2H = "D2H transfers"

@@ -2,6 +2,8 @@
 stream capture queries and constants (cudaStreamIsCapturing, cudaStreamCaptureMode)."""
 from __future__ import annotations
 
+from minigrad.testing.fake_cupy._errors import CUDARuntimeError
+
 DEVICE_NAME = "minigrad CuPy stand-in (NumPy on the host, no GPU)"
 is_hip = False
 streamLegacy = 1  # noqa: N816  (CUDA's names)
@@ -11,10 +13,6 @@ streamCaptureModeThreadLocal = 1  # noqa: N816
 streamCaptureModeRelaxed = 2  # noqa: N816
 _CAPTURE_UNSUPPORTED = ("cudaErrorStreamCaptureUnsupported: operation not permitted when "
                        "stream is capturing")
-
-
-class CUDARuntimeError(RuntimeError):
-    """What CUDA runtime calls raise: "<CUDA's error name>: <its description>"."""
 
 
 def getDeviceCount() -> int:  # noqa: N802
