@@ -17,7 +17,9 @@
 #
 #   side by side (they check results, not time), 125 s each:
 #     gpu_tests      tests/test_gpu.py, test_gpu_plumbing.py, test_dlpack.py,
-#                    test_gpu_toy_translate.py
+#                    test_gpu_toy_translate.py, and mg.compile on the GPU:
+#                    test_compile_gpu.py, test_compile_gpu_fusion.py (CuPy
+#                    kernels made by fusion), test_compile_cuda_graph.py (graphs)
 #     op_suite       the op tests on the GPU (test_ops_*.py with MINIGRAD_TEST_DEVICE=gpu)
 #     nn_suite       the other tests that follow MINIGRAD_TEST_DEVICE (autograd, errors,
 #                    tensors, nn, functional, optim, models, decoding) on the GPU
@@ -54,7 +56,8 @@ mkdir -p "$LOGS"
 rm -f "$LOGS"/*.status
 
 GPU_TEST_FILES=(tests/test_gpu.py tests/test_gpu_plumbing.py tests/test_dlpack.py
-                tests/test_gpu_toy_translate.py)
+                tests/test_gpu_toy_translate.py tests/test_compile_gpu.py
+                tests/test_compile_gpu_fusion.py tests/test_compile_cuda_graph.py)
 OP_TEST_FILES=(tests/test_ops_grad.py tests/test_ops_gradgrad.py tests/test_ops_torch.py)
 NN_TEST_FILES=(tests/test_autograd.py tests/test_errors.py tests/test_tensor.py
                tests/test_nn.py tests/test_functional.py tests/test_optim.py
