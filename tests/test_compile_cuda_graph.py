@@ -261,18 +261,17 @@ def test_a_capture_that_fails_is_tried_once_more_then_left_to_stream_replay(monk
     real = cuda_graph._split
 
     def failing(times: int):
-        failures = []
-
         def split(plan, cupy):
             checks, replay = real(plan, cupy)
-            if len(failures) == times:
-                return checks, replay
-            failures.append(1)
+            failures = []
 
-            def refuse(slots):
-                raise RuntimeError("operation not permitted when stream is capturing")
+            def function(slots):  # the replay, failing its first `times` captures
+                if len(failures) < times:
+                    failures.append(1)
+                    raise RuntimeError("operation not permitted when stream is capturing")
+                return replay.function(slots)
 
-            return checks, types.SimpleNamespace(function=refuse, loaded=replay.loaded,
+            return checks, types.SimpleNamespace(function=function, loaded=replay.loaded,
                                                  stored=replay.stored,
                                                  dropped_loaded=replay.dropped_loaded)
         return split

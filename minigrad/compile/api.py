@@ -19,7 +19,6 @@ its fused groups and their kernels' source; MINIGRAD_COMPILE_FUSION=0 turns fusi
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import warnings
 
@@ -28,6 +27,7 @@ from minigrad.amp.autocast_mode import STATE as AUTOCAST
 from minigrad.compile.capture import Broken, capture
 from minigrad.compile.cuda_graph import GRAPH_MODES, use_cuda_graphs
 from minigrad.compile.guards import argument_objects, call_facts
+from minigrad.compile.plan import prints_plans
 from minigrad.compile.steps import GuardFailed
 from minigrad.compile.traced import ACTIVE
 from minigrad.nn.modules.module import Module
@@ -149,7 +149,7 @@ class CompiledFunction:
         entry.pinned = argument_objects(args, kwargs)
         if self._cuda_graphs:  # the first replay, checked below, launches the graph
             use_cuda_graphs(entry, self.__name__)
-        if "compile" in os.environ.get("MINIGRAD_DEBUG", "").split(","):
+        if prints_plans():
             print(f"[minigrad compile] {self.__name__}\n{entry.plan.describe()}",
                   file=sys.stderr)
         self._plans.setdefault(key, []).append(entry)

@@ -37,11 +37,11 @@ out, so that a result kept from one call is not overwritten by the next.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
 from minigrad.backend.device import cupy_or_none
 from minigrad.compile.codegen import ReplayFunction
+from minigrad.compile.plan import prints_plans
 from minigrad.compile.schedule import last_uses, step_outputs, step_reads
 from minigrad.compile.steps import Call, Guard, Opaque, SetGrad
 
@@ -71,6 +71,12 @@ class GraphReplay:
         self.stable_slots = stable_slots
         self.label = label
         self.reason = _steps_refusal(plan)  # None while the plan may go into a graph
+        self.checks = self.replay = None
+        if self.reason is None:
+            try:
+                self.checks, self.replay = _split(plan, cupy_or_none())
+            except _Refused as refused:
+                self.reason = str(refused)
         self.captures = 0
         self.failed_captures = 0
         self.launches = 0
@@ -98,7 +104,7 @@ class GraphReplay:
             return
         self.captures += 1
         try:
-            self.graph = _CapturedGraph(self.plan, slots, self.stable_slots)
+            self.graph = _CapturedGraph(self, slots)
         except _CaptureFailed as failed:
             # the first time, a kernel may have been loaded or a library set up during
             # the capture: the stream replay of this call does both, so try once more
@@ -114,8 +120,7 @@ class GraphReplay:
 
     def _report(self, text: str) -> None:
         """Print `text` under MINIGRAD_DEBUG=compile, once until it changes."""
-        if text != self._reported and "compile" in os.environ.get("MINIGRAD_DEBUG",
-                                                                  "").split(","):
+        if text != self._reported and prints_plans():
             print(f"[minigrad compile] {self.label}: {text}", file=sys.stderr)
         self._reported = text
 
@@ -131,9 +136,10 @@ class _CaptureFailed(_Refused):
 class _CapturedGraph:
     """The graph of one capture: its buffers and what a launch copies in and out."""
 
-    def __init__(self, plan, slots: list, stable_slots: frozenset):
+    def __init__(self, owner: GraphReplay, slots: list):
         cupy = cupy_or_none()
-        self.checks, replay = _split(plan, cupy)
+        plan, stable_slots = owner.plan, owner.stable_slots
+        self.checks, replay = owner.checks, owner.replay
         self.replay = replay
         for slot in replay.loaded:
             if not isinstance(slots[slot], cupy.ndarray):

@@ -11,6 +11,8 @@ putting back the random generators the replay drew from (`random_sources`).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from minigrad.compile.codegen import ReplayFunction
@@ -29,6 +31,11 @@ from minigrad.compile.steps import (
 from minigrad.compile.traced_device import is_device_array
 from minigrad.generator import Generator
 from minigrad.tensor import Tensor
+
+
+def prints_plans() -> bool:
+    """Whether MINIGRAD_DEBUG asks for plans to be printed ("compile", read each time)."""
+    return "compile" in os.environ.get("MINIGRAD_DEBUG", "").split(",")
 
 
 class Plan:

@@ -50,29 +50,24 @@ _plain_depth = 0  # > 0 while a capture or a launch runs an operation's NumPy co
 def device_operation(function):
     """`function` as a kernel of the stand-in: run now, or recorded while the current
     stream captures (module docstring)."""
-
-    @functools.wraps(function)
-    def operation(*args, **kwargs):
-        if _recording is None:
-            return function(*args, **kwargs)
-        return _recording.record(functools.partial(function, *args, **kwargs),
-                                 (args, kwargs), baked=False)
-
-    return operation
+    return _recorded(function, baked=False)
 
 
 def random_draw(function):
     """`function` as a cuRAND draw: during a capture its numbers are drawn once and
     every launch writes those numbers (module docstring)."""
+    return _recorded(function, baked=True)
 
+
+def _recorded(function, baked: bool):
     @functools.wraps(function)
-    def draw(*args, **kwargs):
+    def operation(*args, **kwargs):
         if _recording is None:
             return function(*args, **kwargs)
         return _recording.record(functools.partial(function, *args, **kwargs),
-                                 (args, kwargs), baked=True)
+                                 (args, kwargs), baked=baked)
 
-    return draw
+    return operation
 
 
 def record_call(pointer: int, run, arrays: list) -> None:
