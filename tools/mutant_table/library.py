@@ -149,7 +149,7 @@ LIBRARY_MUTANTS = [
            (FAKE_CUPY_GRAPH + "test_results_hold_poison_and_inputs_keep_their_values_until_a_"
             "launch",)),
     Mutant("fake_cupy_graph_redraws_random_numbers", "minigrad/testing/fake_cupy/_capture.py",
-           "(args, kwargs), baked=True)", "(args, kwargs), baked=False)",
+           "return _recorded(function, baked=True)", "return _recorded(function, baked=False)",
            (FAKE_CUPY_GRAPH + "test_random_draws_are_the_captures_at_every_launch",)),
     Mutant("fake_cupy_capture_allows_host_copies", "minigrad/testing/fake_cupy/_array.py",
            "            refuse_transfer(D2H, stream)\n", "            pass\n",
