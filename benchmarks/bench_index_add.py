@@ -7,9 +7,9 @@ the upstream gradient's rows added at the ids' rows), on the CPU or the GPU.
 
 - add.at: `xp.add.at(out, ids, g)`, in index order on NumPy (minigrad's CPU path), with
   atomics on CuPy, whose float sums change from run to run;
-- segment sum: minigrad's path, minigrad/kernels/segment_sum.py: a stable sort of the
-  ids, then each run of equal ids summed (a pairwise tree on the GPU, NumPy's reduceat
-  on the CPU);
+- segment sum: minigrad's path, minigrad/kernels/segment_sum.py: on the GPU a stable
+  sort of the ids, then each run of equal ids summed as a pairwise tree; on the CPU a
+  Numba kernel making add.at's additions in add.at's order, without a sort;
 - one-hot: `onehot(ids).T @ g`, the product through BLAS/cuBLAS (vocab x ids x d
   multiply-adds and a vocab x ids matrix; 0 * inf spreads NaN to every row).
 

@@ -49,7 +49,6 @@ SAMPLE_SECONDS = 5e-4  # the least time one sample should take: fast ops repeat 
 # why a row stays over 2x, by op (or "op: call" for one of its cases), where the cause is
 # not the per-op overhead the table detects itself; "NumPy's f" means NumPy's own f runs
 # that much slower than PyTorch's on this input, measured alone
-_SEGMENT_SUM = "sums into repeated rows by a sort-based segment sum (deterministic)"
 _IN_PLACE = "computed out of place, then copied in (ops/in_place.py)"
 _NUMPY_REDUCTION = "NumPy's reduction over a short last axis (3-4x)"
 _SLICES = "per-op overhead, once per slice it returns"
@@ -73,8 +72,9 @@ WHY: dict[str, str] = {
     "triu": "NumPy's triu: a mask from tri, then where (3.5x)",
     "sum": _NUMPY_REDUCTION, "mean": _NUMPY_REDUCTION, "amax": _NUMPY_REDUCTION,
     "amin": _NUMPY_REDUCTION, "norm": _NUMPY_REDUCTION, "sum_to_size": _NUMPY_REDUCTION,
-    "index_add": _SEGMENT_SUM, "index_add_": _SEGMENT_SUM, "index_select": _SEGMENT_SUM,
-    "F.embedding": _SEGMENT_SUM, "repeat_interleave": _SEGMENT_SUM,
+    "index_add": ("out of place: the rows summed into zeros (kernels/segment_sum.py), then "
+                  "added to the input: two passes, one in PyTorch"),
+    "index_add_": _IN_PLACE, "index_select": _INDEX, "F.embedding": _INDEX,
     "clamp_min_": _IN_PLACE, "clamp_max_": _IN_PLACE, "lerp_": _IN_PLACE,
     "scatter_": _IN_PLACE, "scatter_add_": _IN_PLACE, "index_fill_": _IN_PLACE,
     "masked_scatter_": _IN_PLACE,

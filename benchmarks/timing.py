@@ -22,8 +22,9 @@ def median_times(functions: dict, repeats: int = 200, inner: int = 1, warmup: in
 
 
 def print_table(headers: list, rows: list) -> None:
-    """A GitHub-markdown table."""
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    """A GitHub-markdown table (its header alone when there are no rows)."""
+    widths = [max([len(str(h)), *(len(str(r[i])) for r in rows)])
+              for i, h in enumerate(headers)]
     line = "| " + " | ".join(str(h).ljust(w) for h, w in zip(headers, widths)) + " |"
     print(line)
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")

@@ -83,6 +83,14 @@ def test_bench_ops_times_every_op_of_the_method_table():
     assert {key.split(":")[0] for key in WHY} <= {case.op for case in CASES}
 
 
+def test_a_table_without_rows_is_its_header(capsys):
+    """bench_ops --op prints its over-2x table even when every row of the op is within."""
+    from benchmarks.timing import print_table
+
+    print_table(["op", "ratio"], [])
+    assert capsys.readouterr().out.splitlines() == ["| op | ratio |", "|----|-------|"]
+
+
 def test_bench_conv_runs_one_case():
     out = run_module("benchmarks.bench_conv", "--repeats", "1", "--case", "LeNet conv1")
     assert any("LeNet conv1" in row for row in table_rows(out))

@@ -7,17 +7,22 @@ positions that repeat.
     segment_sum(values, segment_ids, count) -> out   out[s] = sum of the rows values[i]
                                                      with segment_ids[i] == s
 
-The twin is `xp.add.at`. NumPy's adds in index order, so its float sums repeat bit for
-bit; CuPy's adds with atomics, in whatever order the GPU's threads finish, so the sum of a
-row used 100 times in a batch changes from run to run in its last bits, and a training
-run on the GPU could not be repeated exactly. So on the GPU every such sum is a sorted
-segment sum:
+The definition, and the CPU's twin, is `xp.add.at`. NumPy's adds in index order, so its
+float sums repeat bit for bit. On the CPU the dispatcher runs the Numba kernel of
+kernels/cpu/segment_sum.py for whole rows (an embedding's gradient), which makes add.at's
+additions in add.at's order with no sort (its bits, 2-20x faster than sorting the ids, and
+more against add.at itself); other indices, float16's float32 sums aside, and "numpy"
+kernel mode take add.at.
+
+CuPy's add.at adds with atomics, in whatever order the GPU's threads finish, so the sum
+of a row used 100 times in a batch changes from run to run in its last bits, and a
+training run on the GPU could not be repeated exactly. So on the GPU every such sum is a
+sorted segment sum:
 
 1. sort the segment ids stably, so the rows of one segment form a run, in index order;
-2. sum each run: on the GPU pairwise, as a tree: in round r (stride s = 2**r) every row
-   whose rank in its run is a multiple of 2s takes in the row s places after it, when
-   that row is in the same run; after ceil(log2(longest run)) rounds each run's first
-   row holds its sum. (On the CPU, `np.add.reduceat` sums each run in one pass.)
+2. sum each run pairwise, as a tree: in round r (stride s = 2**r) every row whose rank in
+   its run is a multiple of 2s takes in the row s places after it, when that row is in
+   the same run; after ceil(log2(longest run)) rounds each run's first row holds its sum;
 3. write each run's sum to its segment.
 
 Every round is elementwise over all rows and chooses its partners by the data alone, so
@@ -32,12 +37,6 @@ one-hot product's V x n x d multiply-adds and V x n matrix (0.5 GB at 4096 ids a
 32000-word vocabulary). At small vocabularies the product needs fewer kernel launches
 (about 4 against 9 per round here); benchmarks/gpu_check.sh times both
 (benchmarks/bench_index_add.py), so a fast path for them waits for that figure.
-
-Which path: whole rows of the first dim (an embedding's gradient) take the segment sum on
-both devices (on the CPU it beat add.at 2-8x at every shape of
-benchmarks/bench_index_add.py); any other index takes NumPy's add.at on the CPU (about 3x
-faster there than sorting every element's position, for row picks and column selections
-of a (1024, 163) array) and the segment sum on the GPU.
 """
 from __future__ import annotations
 
@@ -46,7 +45,8 @@ import math
 import numpy as np
 
 from minigrad.backend import array_module
-from minigrad.kernels.dispatch import in_float32
+from minigrad.kernels.dispatch import as_kernel_array, cpu_kernels_for, in_float32
+from minigrad.kernels.thresholds import MIN_SIZE
 
 
 def index_add(shape: tuple, index, values):
@@ -59,14 +59,20 @@ def index_add(shape: tuple, index, values):
         ids = rows.reshape(-1) % shape[0] if rows.size else rows.reshape(-1)
         width = math.prod(shape[1:])
         return segment_sum(values.reshape(ids.size, width), ids, shape[0]).reshape(shape)
-    if xp is np:  # NumPy's add.at adds in index order: it repeats exactly
-        out = np.zeros(shape, dtype=values.dtype)
-        np.add.at(out, index, values)
-        return out
+    if xp is np:
+        return add_at_twin(shape, index, values)
     size = math.prod(shape)
     positions = xp.arange(size).reshape(shape)[index]
     values = xp.broadcast_to(values, positions.shape)
     return segment_sum(values.reshape(-1, 1), positions.reshape(-1), size).reshape(shape)
+
+
+def add_at_twin(shape: tuple, index, values) -> np.ndarray:
+    """zeros(shape) with NumPy's add.at of `values` at `index`: every position in index
+    order, so the same bits on every run."""
+    out = np.zeros(shape, dtype=values.dtype)
+    np.add.at(out, index, values)
+    return out
 
 
 def segment_sum(values, segment_ids, count: int):
@@ -79,6 +85,19 @@ def segment_sum(values, segment_ids, count: int):
 
 
 def _segment_sum(values, segment_ids, count: int):
+    if array_module(values) is not np:
+        return _sorted_segment_sum(values, segment_ids, count)
+    cpu = cpu_kernels_for("segment_sum", MIN_SIZE["segment_sum"], values.size, values)
+    if cpu is None:
+        return add_at_twin((count, values.shape[1]), segment_ids, values)
+    out = np.zeros((count, values.shape[1]), dtype=values.dtype)
+    cpu.sum_segments(as_kernel_array(values), segment_ids, out)
+    return out
+
+
+def _sorted_segment_sum(values, segment_ids, count: int):
+    """The GPU's segment sum: a stable sort of the ids, then each run summed by the tree
+    of the module docstring."""
     xp = array_module(values)
     n = segment_ids.shape[0]
     out = xp.zeros((count, values.shape[1]), dtype=values.dtype)
@@ -86,14 +105,11 @@ def _segment_sum(values, segment_ids, count: int):
         return out
     order = xp.argsort(segment_ids, kind="stable")
     ids = segment_ids[order]
-    rows = values[order]  # a copy: the GPU's tree sums it in place
+    rows = values[order]  # a copy: the tree sums it in place
     is_first = xp.ones(n, dtype=bool)
     is_first[1:] = ids[1:] != ids[:-1]
     firsts = xp.flatnonzero(is_first)
-    if xp is np:  # NumPy runs its reduction loops in a fixed order
-        out[ids[firsts]] = np.add.reduceat(rows, firsts, axis=0)
-    else:
-        out[ids[firsts]] = _tree_sum_runs(rows, ids)[firsts]
+    out[ids[firsts]] = _tree_sum_runs(rows, ids)[firsts]
     return out
 
 

@@ -7,6 +7,7 @@ from tools.mutant_table.mutant import Mutant
 
 KERNELS = "tests/test_kernels.py::"
 SEGMENTS = "tests/test_segment_sum.py::"
+KERNEL_SEGMENTS = "tests/test_kernel_segment_sum.py::"
 MASKS = "tests/test_kernel_bernoulli_mask.py::"
 
 KERNEL_MUTANTS = [
@@ -113,10 +114,17 @@ KERNEL_MUTANTS = [
            "takes = rank % (2 * stride) == 0",
            (SEGMENTS + "test_segment_sum_is_its_twin_exactly_on_integer_values[gpu]",
             SEGMENTS + "test_the_gpu_adds_each_run_pairwise_in_index_order")),
+    Mutant("segment_sum_kernel_overwrites_instead_of_adding",
+           "minigrad/kernels/cpu/segment_sum.py",
+           "out[segment, j] = out[segment, j] + values[i, j]", "out[segment, j] = values[i, j]",
+           (KERNEL_SEGMENTS + "test_the_kernel_adds_in_add_ats_order",)),
+    Mutant("segment_sum_kernel_adds_in_reverse_order", "minigrad/kernels/cpu/segment_sum.py",
+           "for i in range(ids.shape[0]):", "for i in range(ids.shape[0] - 1, -1, -1):",
+           (KERNEL_SEGMENTS + "test_the_kernel_adds_in_add_ats_order",)),
     Mutant("index_add_negative_rows_not_wrapped", "minigrad/kernels/segment_sum.py",
            "ids = rows.reshape(-1) % shape[0] if rows.size else rows.reshape(-1)",
            "ids = rows.reshape(-1)",
-           (SEGMENTS + "test_index_add_is_add_at_for_every_kind_of_index[rows-cpu]",)),
+           (SEGMENTS + "test_index_add_is_add_at_for_every_kind_of_index[rows-gpu]",)),
     # ------------------------------------------------------------------ dropout's mask
     Mutant("bernoulli_mask_kernel_reads_the_high_half_twice",
            "minigrad/kernels/cpu/bernoulli_mask.py",
