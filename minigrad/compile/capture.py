@@ -170,7 +170,8 @@ def _trace_backward(recorder: Recorder, result) -> dict | None:
                             f"({type(step).__name__} {getattr(step, 'label', '')})")
     return {"boundary": boundary, "grad_slot": grad_slot,
             "output_slot": recorder.slot_of[id(output.array)],
-            "input_grads": [grad_of.get(e.slot) for e in recorder.externals]}
+            "input_grads": [grad_of.get(e.slot) for e in recorder.externals],
+            "grads": grads}  # alive until Expected has read them
 
 
 def _tensors(value) -> list[Tensor]:

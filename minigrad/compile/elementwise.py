@@ -76,7 +76,7 @@ class Node:
 
 def as_node(step, arrays: dict) -> Node | None:
     """The step as a Node, or None where it is not one the kernels reproduce bit for bit.
-    `arrays`: the array each slot held during the capture (its shape and dtype)."""
+    `arrays`: what each slot's array was during the capture (ArrayInfo)."""
     if isinstance(step, Unit):
         node = _unit_node(step)
     elif isinstance(step, Call) and type(step) is Call:

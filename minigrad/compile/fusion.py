@@ -60,7 +60,7 @@ class _Group:
 def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set, first_number: int,
          failures: list) -> list:
     """The steps with each elementwise run of MIN_OPS ops or more replaced by a Fused
-    step (module docstring). `arrays`: the array each slot held during the capture;
+    step (module docstring). `arrays`: what each slot's array was (ArrayInfo);
     `slot_roots`: the memory each slot's array views; `protected`: slots that must be
     stored whoever reads them (the plan's outputs, what a backward keeps). A group whose
     kernel fails to build keeps its steps, and `failures` gets a line saying why."""
@@ -137,8 +137,8 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
         if built is None:  # an op the target has no exact kernel for
             return [step for _, step in group.steps]
         source, kernel = built
-        # compile now, for the capture's own arrays: a failure leaves the run unfused
-        kernel(*(arrays[s] for s in inputs), *(target.empty(*result) for result in results))
+        # compile now, for arrays of the capture's types: a failure leaves the run unfused
+        kernel(*(arrays[s].stand_in(target.empty) for s in (*inputs, *outputs)))
     except Exception as error:  # noqa: BLE001  (any failure to build it: run unfused)
         labels = ", ".join(node.label for node in group.nodes)
         failures.append(f"{target.name} kernel of {len(group.nodes)} ops ({labels}): "
@@ -193,7 +193,7 @@ def _fresh_slots(slot_roots: dict) -> set:
 
 def _stores_fresh(node: Node, arrays: dict, fresh: set) -> bool:
     array = arrays[node.out]
-    return (node.out in fresh and array.ndim >= 1 and array.flags.c_contiguous
+    return (node.out in fresh and array.ndim >= 1 and array.c_contiguous
             and node.out not in node.operands)
 
 

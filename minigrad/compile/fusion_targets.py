@@ -19,11 +19,11 @@ import threading
 import numpy as np
 
 from minigrad.backend.device import cupy_or_none
+from minigrad.compile.array_info import ArrayInfo
 from minigrad.compile.cuda_kernel_source import OPTIONS, cuda_source
 from minigrad.compile.elementwise import Node
 from minigrad.compile.kernel_cache import load_kernel
 from minigrad.compile.kernel_source import kernel_source
-from minigrad.compile.traced_device import is_device_array
 
 
 class CpuTarget:
@@ -31,8 +31,8 @@ class CpuTarget:
     empty = staticmethod(np.empty)
 
     @staticmethod
-    def holds(array) -> bool:
-        return type(array) is np.ndarray
+    def holds(array: ArrayInfo) -> bool:
+        return array.array_type is np.ndarray
 
     @staticmethod
     def build(nodes: list[Node], inputs: list[int], outputs: list[int], constants: dict,
@@ -51,8 +51,8 @@ class GpuTarget:
         self._kernels: dict[str, object] = {}  # text of a source -> its kernel
         self._lock = threading.Lock()
 
-    def holds(self, array) -> bool:
-        return isinstance(array, self.cupy.ndarray)
+    def holds(self, array: ArrayInfo) -> bool:
+        return issubclass(array.array_type, self.cupy.ndarray)
 
     def build(self, nodes: list[Node], inputs: list[int], outputs: list[int],
               constants: dict, arrays: dict, shape: tuple) -> tuple[str, object] | None:
@@ -78,7 +78,7 @@ _gpu_targets: dict[int, GpuTarget] = {}  # id of a cupy module -> its target
 def target_for(arrays: dict):
     """The GPU target when any of a plan's arrays is on the GPU, else the CPU one (None
     without Numba: no CPU kernels)."""
-    if not any(is_device_array(array) for array in arrays.values()):
+    if not any(array.on_device for array in arrays.values()):
         return CPU if _has_numba() else None
     cupy = cupy_or_none()
     target = _gpu_targets.get(id(cupy))

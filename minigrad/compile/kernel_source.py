@@ -49,7 +49,7 @@ def kernel_source(nodes: list[Node], inputs: list[int], outputs: list[int],
                   constants: dict, arrays: dict, shape: tuple) -> str:
     """The source of the kernel `fused(in0, ..., out0, ...)` computing `nodes` over
     `shape`. `constants`: slots whose value is a Constant, written into the source;
-    `arrays`: the array each slot held during the capture."""
+    `arrays`: what each slot's array was during the capture (ArrayInfo)."""
     rank = len(shape)
     loop_index = ", ".join(f"i{d}" for d in range(rank))
     names: dict[int, str] = {}

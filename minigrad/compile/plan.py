@@ -28,7 +28,6 @@ from minigrad.compile.steps import (
     TensorRef,
     Unit,
 )
-from minigrad.compile.traced_device import is_device_array
 from minigrad.generator import Generator
 from minigrad.tensor import Tensor
 
@@ -44,11 +43,11 @@ class Plan:
     def __init__(self, steps: list, externals: list[External], slot_count: int,
                  slot_roots: dict, output, keep: set = frozenset(), *, arrays: dict,
                  first_group: int = 1):
-        """`arrays`: the array each slot held during the capture, whose shapes, dtypes
-        and devices fusion (fusion.py) reads. `first_group`: the number of the plan's
+        """`arrays`: what each slot's array was during the capture (ArrayInfo: shapes,
+        dtypes, layouts and devices, which fusion.py reads). `first_group`: the number of the plan's
         first fused group in printouts."""
         self.slot_roots = slot_roots
-        self.on_gpu = any(is_device_array(a) for a in arrays.values())
+        self.on_gpu = any(a.on_device for a in arrays.values())
         self.steps = hoist_guards(steps, slot_roots, externals)
         self.fusion_failures: list[str] = []  # groups whose kernel failed to build
         if fusion_enabled():

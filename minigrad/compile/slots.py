@@ -12,13 +12,17 @@ A *template* is an argument structure in which each traced array is replaced by 
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from minigrad.compile.array_info import ArrayInfo
 from minigrad.compile.rollback import Rollback
 from minigrad.compile.steps import External, GraphBreak, Ref, TensorRef, user_line
 from minigrad.compile.traced import TracedArray, plain
 from minigrad.compile.traced_device import (
     is_array,
+    is_device_array,
     is_plain_array,
     is_traced,
     root,
@@ -32,39 +36,57 @@ _asarray = np.asarray
 
 
 class Slots:
-    """The slots of one capture and the bindings of the external ones."""
+    """The slots of one capture and the bindings of the external ones.
+
+    The capture holds no array of the step: an array the step frees is freed (the
+    capture's memory is the eager step's, not every intermediate array at once). So what
+    is known by an object's id (`slot_of`, `created`, the numbered memory of
+    `slot_roots`) forgets the object when it dies, before another object can take its
+    id; what the plan needs of a slot's array is its ArrayInfo."""
 
     def __init__(self):
         self.depth = 0  # > 0 inside a recorded call: what runs there is not recorded
         self.externals: list[External] = []
         self.slot_count = 0
-        self.slot_of: dict[int, int] = {}  # id(TracedArray) -> slot
-        self.slot_roots: dict[int, int] = {}  # slot -> id of the array owning its memory
-        self._arrays_of_slots: dict[int, TracedArray] = {}  # slot -> its traced array
-        self.external_roots: set[int] = set()  # id of the memory behind external slots
-        self.created: dict[int, Tensor] = {}  # id -> tensor made during the capture
+        self.slot_of: dict[int, int] = {}  # id(TracedArray) -> slot, while it lives
+        self.slot_roots: dict[int, int] = {}  # slot -> number of the memory it views
+        self._infos: dict[int, ArrayInfo] = {}  # slot -> what its array was
+        self._alive: dict[int, object] = {}  # slot -> a reference to its traced array
+        self._memory = _MemoryNumbers()
+        self.external_roots: set[int] = set()  # memory numbers behind external slots
+        # id -> tensor made during the capture, while it lives
+        self.created: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
         self.swapped: list = []  # (tensor, its array) for every tensor made traced
         self.modules: dict = {}  # id -> module called during the step
         self.registered: list = []  # (a module's parameter or buffer dict, name, tensor)
         self.rollback = Rollback()
         self.arguments: dict[int, tuple] = {}  # id(tensor) -> (position, its object slot)
 
-    def _new_slot(self, traced: TracedArray) -> int:
+    def _new_slot(self, traced: TracedArray, keep: bool = False) -> int:
+        """A slot for a traced array; `keep`: hold it for the whole capture (an external
+        array's view, whose memory lives anyway)."""
         slot = self.slot_count
         self.slot_count += 1
         self.slot_of[id(traced)] = slot
-        self.slot_roots[slot] = id(root(traced))
-        self._arrays_of_slots[slot] = traced
+        self.slot_roots[slot] = self._memory.number(root(traced))
+        self._infos[slot] = ArrayInfo.of(plain(traced), is_device_array(traced))
+        self._alive[slot] = (_strong(traced) if keep else
+                             _reference(traced, _forgetting(self.slot_of, id(traced), slot)))
         return slot
 
     def keep_of(self, slot: int) -> TracedArray:
-        """The traced array of a slot."""
-        return self._arrays_of_slots[slot]
+        """The traced array of a slot, which must still be alive (an output, an external
+        array, a gradient the step left)."""
+        traced = self._alive[slot]()
+        if traced is None:
+            raise RuntimeError(f"mg.compile: the array of slot {slot} was freed during the "
+                               "capture, but its value is needed")
+        return traced
 
-    def recorded_arrays(self) -> dict:
-        """The array each slot held during the capture, plain NumPy or CuPy (fusion reads
-        their shapes, dtypes, layouts and devices, and compiles its kernels on them)."""
-        return {slot: plain(traced) for slot, traced in self._arrays_of_slots.items()}
+    def recorded_arrays(self) -> dict[int, ArrayInfo]:
+        """What each slot's array was (fusion reads the shapes, dtypes, layouts and
+        devices, and compiles its kernels on stand-ins of the same types)."""
+        return dict(self._infos)
 
     def slot(self, array) -> int:
         """The slot of a traced array; GraphBreak for any other array."""
@@ -100,11 +122,11 @@ class Slots:
             owner.array = traced
         finally:
             self.depth -= 1
-        slot = self._new_slot(traced)
+        slot = self._new_slot(traced, keep=True)
         position = self.arguments.get(id(tensor), (None,))[0]
         self.externals.append(External(slot, tensor, attribute, array.shape, array.dtype,
                                        array.strides, position))
-        self.external_roots.add(id(root(array)))
+        self.external_roots.add(self._memory.number(root(array)))
         self.rollback.array(array)
         self.rollback.version(owner)
         self.swapped.append((owner, array))
@@ -222,7 +244,49 @@ class Slots:
         raise GraphBreak(f"{what}, at {user_line()}")
 
     def _is_external_memory(self, array) -> bool:
-        return is_array(array) and id(root(array)) in self.external_roots
+        return is_array(array) and self._memory.number(root(array)) in self.external_roots
+
+
+class _MemoryNumbers:
+    """A number for each array that owns memory, never given twice in a capture (an id
+    can be: a freed array's id goes to the next array made)."""
+
+    def __init__(self):
+        self._numbers: dict[int, int] = {}  # id(owner) -> its number, while it lives
+        self._owners: list = []  # references keeping the forgetting callbacks alive
+
+    def number(self, owner) -> int:
+        known = self._numbers.get(id(owner))
+        if known is not None:
+            return known
+        number = len(self._owners)
+        self._numbers[id(owner)] = number
+        self._owners.append(_reference(owner, _forgetting(self._numbers, id(owner), number)))
+        return number
+
+
+def _forgetting(table: dict, key: int, value: int):
+    """A weakref callback: drop table[key] if it still holds `value` (the dead object's
+    entry, not that of a later object given the same id)."""
+    def forget(_reference):
+        if table.get(key) == value:
+            del table[key]
+    return forget
+
+
+def _reference(obj, on_death):
+    """A weak reference to obj calling on_death when obj dies; a strong one (a callable
+    returning obj) for an array type without weak references, which then lives as long
+    as the capture."""
+    try:
+        return weakref.ref(obj, on_death)
+    except TypeError:
+        return _strong(obj)
+
+
+def _strong(obj):
+    """A callable returning obj, as a weak reference's call does, holding obj alive."""
+    return lambda: obj
 
 
 def flattened(value):

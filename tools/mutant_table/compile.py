@@ -1,10 +1,12 @@
-"""Mutants of mg.compile: the fused kernels it writes for CPU and GPU plans."""
+"""Mutants of mg.compile: the fused kernels it writes for CPU and GPU plans, and what a
+capture holds."""
 from __future__ import annotations
 
 from tools.mutant_table.mutant import Mutant
 
 GPU_FUSION = "tests/test_compile_gpu_fusion.py::"
 FUSION = "tests/test_compile_fusion.py::"
+CAPTURE_MEMORY = "tests/test_compile_capture_memory.py::"
 
 COMPILE_MUTANTS = [
     Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
@@ -23,4 +25,11 @@ COMPILE_MUTANTS = [
     Mutant("gpu_group_takes_host_arrays", "minigrad/compile/fusion.py",
            "return all(target.holds(arrays[slot]) for slot in slots)", "return True",
            (GPU_FUSION + "test_a_gpu_plan_fuses_its_gpu_arrays_only",)),
+    Mutant("capture_holds_every_array_of_the_step", "minigrad/compile/slots.py",
+           "self._alive[slot] = (_strong(traced) if keep else",
+           "self._alive[slot] = (_strong(traced) if True else",
+           (CAPTURE_MEMORY + "test_a_capture_frees_the_steps_intermediate_arrays_as_eager_does",)),
+    Mutant("memory_numbered_by_id", "minigrad/compile/slots.py",
+           "number = len(self._owners)", "number = id(owner)",
+           (CAPTURE_MEMORY + "test_memory_numbers_are_never_given_twice",)),
 ]
