@@ -244,7 +244,7 @@ class Slots:
         raise GraphBreak(f"{what}, at {user_line()}")
 
     def _is_external_memory(self, array) -> bool:
-        return is_array(array) and self._memory.number(root(array)) in self.external_roots
+        return is_array(array) and self._memory.known(root(array)) in self.external_roots
 
 
 class _MemoryNumbers:
@@ -255,7 +255,12 @@ class _MemoryNumbers:
         self._numbers: dict[int, int] = {}  # id(owner) -> its number, while it lives
         self._owners: list = []  # references keeping the forgetting callbacks alive
 
+    def known(self, owner) -> int | None:
+        """The number of an array seen before (None for one not seen)."""
+        return self._numbers.get(id(owner))
+
     def number(self, owner) -> int:
+        """The array's number, a new one for an array not seen before."""
         known = self._numbers.get(id(owner))
         if known is not None:
             return known
