@@ -22,7 +22,9 @@ sorted segment sum:
 1. sort the segment ids stably, so the rows of one segment form a run, in index order;
 2. sum each run pairwise, as a tree: in round r (stride s = 2**r) every row whose rank in
    its run is a multiple of 2s takes in the row s places after it, when that row is in
-   the same run; after ceil(log2(longest run)) rounds each run's first row holds its sum;
+   the same run; after ceil(log2(n)) rounds, enough for one run of all n rows, each
+   run's first row holds its sum (how long the longest run is would have to be read back
+   to the host, which a CUDA graph cannot do);
 3. write each run's sum to its segment.
 
 Every round is elementwise over all rows and chooses its partners by the data alone, so
@@ -97,34 +99,34 @@ def _segment_sum(values, segment_ids, count: int):
 
 def _sorted_segment_sum(values, segment_ids, count: int):
     """The GPU's segment sum: a stable sort of the ids, then each run summed by the tree
-    of the module docstring."""
+    of the module docstring. Nothing is read back to the host (a CUDA graph can hold it):
+    each run's sum is written to its segment, every other row to one more row, dropped."""
     xp = array_module(values)
     n = segment_ids.shape[0]
-    out = xp.zeros((count, values.shape[1]), dtype=values.dtype)
+    out = xp.zeros((count + 1, values.shape[1]), dtype=values.dtype)
     if n == 0:
-        return out
+        return out[:count]
     order = xp.argsort(segment_ids, kind="stable")
     ids = segment_ids[order]
     rows = values[order]  # a copy: the tree sums it in place
     is_first = xp.ones(n, dtype=bool)
     is_first[1:] = ids[1:] != ids[:-1]
-    firsts = xp.flatnonzero(is_first)
-    out[ids[firsts]] = _tree_sum_runs(rows, ids)[firsts]
-    return out
+    out[xp.where(is_first, ids, count)] = _tree_sum_runs(rows, ids)
+    return out[:count]
 
 
 def _tree_sum_runs(rows, ids):
     """rows, summed in place pairwise within each run of equal (sorted) ids, so that the
-    first row of each run holds the run's sum."""
+    first row of each run holds the run's sum. ceil(log2(n)) rounds, enough for a run of
+    all n rows: a shorter run takes nothing in its last rounds (+0 on every row)."""
     xp = array_module(rows)
     n = ids.shape[0]
     position = xp.arange(n)
     run_start = xp.searchsorted(ids, ids, side="left")
     run_end = xp.searchsorted(ids, ids, side="right")
     rank = position - run_start
-    longest = int((run_end - run_start).max())
     stride = 1
-    while stride < longest:
+    while stride < n:
         partner = position + stride
         takes = (rank % (2 * stride) == 0) & (partner < run_end)
         # a row that takes nothing at this stride gets +0, picked by where: never inf * 0
