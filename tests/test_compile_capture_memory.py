@@ -56,8 +56,8 @@ def test_slots_forget_an_array_that_died_before_its_id_is_taken_again():
     del traced
     gc.collect()
     assert key not in slots.slot_of
-    assert slots.recorded_arrays()[slot] == ArrayInfo((4,), np.dtype(np.float32), (4,), True,
-                                                      True, True, np.ndarray, False)
+    assert slots.recorded_arrays()[slot] == ArrayInfo((4,), np.dtype(np.float32), True, True, True,
+                                                      np.ndarray, False)
     with pytest.raises(RuntimeError, match=f"slot {slot} was freed"):
         slots.keep_of(slot)
 

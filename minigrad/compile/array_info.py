@@ -19,7 +19,6 @@ import numpy as np
 class ArrayInfo:
     shape: tuple
     dtype: np.dtype
-    strides: tuple
     c_contiguous: bool
     f_contiguous: bool
     writeable: bool
@@ -30,9 +29,9 @@ class ArrayInfo:
     def of(cls, array, on_device: bool) -> ArrayInfo:
         """The record of a plain (untraced) NumPy or CuPy array."""
         flags = array.flags
-        return cls(tuple(array.shape), array.dtype, tuple(array.strides),
-                   bool(flags.c_contiguous), bool(flags.f_contiguous),
-                   bool(getattr(flags, "writeable", True)), type(array), on_device)
+        return cls(tuple(array.shape), array.dtype, bool(flags.c_contiguous),
+                   bool(flags.f_contiguous), bool(getattr(flags, "writeable", True)),
+                   type(array), on_device)
 
     @property
     def ndim(self) -> int:

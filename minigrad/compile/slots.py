@@ -261,7 +261,7 @@ class _MemoryNumbers:
 
     def number(self, owner) -> int:
         """The array's number, a new one for an array not seen before."""
-        known = self._numbers.get(id(owner))
+        known = self.known(owner)
         if known is not None:
             return known
         number = len(self._owners)

@@ -12,8 +12,8 @@ order from the same zeros, with no fastmath (no reassociation), so every sum is 
 as the twin's, -0 included (0 + -0 is +0 in both).
 
 Performance rule: one pass over values in memory order, no sort and no per-element index
-arithmetic: each row's width loop vectorises. 2-20x faster than the sort and reduceat it
-replaces on the CPU (kernels/thresholds.py). Serial, as the other kernels (see
+arithmetic: each row's width loop vectorises. 2-20x faster than sorting the ids and
+summing each run with reduceat (kernels/thresholds.py). Serial, as the other kernels (see
 softmax.py).
 """
 
