@@ -62,10 +62,10 @@ def test_the_printed_plan_shows_the_replay_function_with_every_step(monkeypatch,
     (plan,) = step.plans()
     source = plan.replay.source
     assert source in printed.replace("\n    ", "\n")  # printed indented by four
-    assert source.startswith("def replay(slots):")
+    assert source.startswith("def replay(slots, buffers=()):")
     for index in range(len(plan.steps)):
         assert f"    # step {index}\n" in source
-    assert "Addmm_forward(Addmm(), " in source
+    assert "s6 = Addmm_into(buffers[0], s1, s4, s5)" in source  # into its buffer
     assert "Optimizer_step(" in source
     assert ".grad = _wrap(s" in source
     assert "def output(slots):" in source

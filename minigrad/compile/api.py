@@ -24,6 +24,7 @@ import warnings
 
 from minigrad import random
 from minigrad.amp.autocast_mode import STATE as AUTOCAST
+from minigrad.compile.buffers import Blocks
 from minigrad.compile.capture import Broken, capture
 from minigrad.compile.cuda_graph import GRAPH_MODES, use_cuda_graphs
 from minigrad.compile.guards import argument_objects, call_facts
@@ -84,6 +85,7 @@ class CompiledFunction:
         self._plan_count = 0
         self._eager: set = set()  # call keys whose step cannot be captured
         self._warned: set[str] = set()
+        self._blocks = Blocks()  # memory for its plans' buffers (buffers.py)
 
     def plans(self) -> list:
         """The plans captured so far (plan.py): `.describe()` prints one as
@@ -147,6 +149,7 @@ class CompiledFunction:
             return self._eager_call(captured.reason, args, kwargs)
         entry, expected = captured
         entry.pinned = argument_objects(args, kwargs)
+        entry.share_blocks(self._blocks)
         if self._cuda_graphs:  # the first replay, checked below, launches the graph
             use_cuda_graphs(entry, self.__name__)
         if prints_plans():

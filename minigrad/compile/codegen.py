@@ -18,6 +18,12 @@ A step becomes:
     if value != 3: _guard_failed(...)            checked again at each replay
     Optimizer_step(c4)                           an opaque call (Python, [python])
     tensor2.grad = _wrap(s26)                    a `.grad = ...`
+
+and on the CPU, where a result has a buffer kept between replays (buffers.py):
+
+    s6 = Addmm_into(buffers[2], s1, s4, s5)      a matrix product written into it
+    s7 = buffers[3]                              a fused kernel's result: the kernel
+    fused1_kernel(s6, s3, s7)                    called on its buffer
 """
 from __future__ import annotations
 
@@ -29,9 +35,11 @@ import re
 
 import numpy as np
 
+from minigrad.compile.buffers import INTO
 from minigrad.compile.schedule import has_ref, slots_in, step_outputs, step_reads
 from minigrad.compile.steps import (
     Call,
+    Fused,
     Guard,
     GuardFailed,
     Opaque,
@@ -45,7 +53,7 @@ from minigrad.tensor import Tensor
 _asarray = np.asarray  # NumPy's own (a capture in another thread wraps it)
 _LITERALS = (bool, int, str, type(None))
 # the generated function's locals and the builtins it calls: never a bound name
-_RESERVED = re.compile(r"s\d+|slots|node|kept|value|replay|output|vars|isinstance")
+_RESERVED = re.compile(r"s\d+|slots|buffers|node|kept|value|replay|output|vars|isinstance")
 _NUMBERS = itertools.count()  # one file name per generated function, for tracebacks
 
 
@@ -70,12 +78,15 @@ class ReplayFunction:
     """The generated functions of a list of steps: `function(slots)` runs them on the
     slot list, `output(slots)` then builds the call's result; `source` is their text."""
 
-    def __init__(self, steps: list, frees: list, output):
+    def __init__(self, steps: list, frees: list, output, buffers: dict | None = None):
         """`frees`: per step, the slots to drop after it (schedule.last_uses); `output`:
-        the template of what a call returns, which `output(slots)` builds after it."""
+        the template of what a call returns, which `output(slots)` builds after it;
+        `buffers`: slot -> index of its buffer (buffers.py), the arrays that
+        `function(slots, buffers)` writes those slots' results into."""
         self._globals = {"_asarray": as_array, "_generic": np.generic,
                          "_wrap": Tensor._wrap, "_guard_failed": _guard_failed,
-                         "_collector": _collector}
+                         "_collector": _collector, "_empty": np.empty}
+        self._buffers = buffers or {}
         self._names: dict[int, str] = {}  # id of an object -> its name in _globals
         body: list[str] = []
         computed: set[int] = set()  # slots a step before sets (locals from there on)
@@ -95,7 +106,7 @@ class ReplayFunction:
         self.stored = sorted(computed - freed)  # the slots it writes into the list
         self.dropped_loaded = [slot for slot in loaded if slot in freed]  # set to None
         body += [f"slots[{slot}] = s{slot}" for slot in self.stored]
-        lines = ["def replay(slots):"]
+        lines = ["def replay(slots, buffers=()):"]
         lines += [f"    s{slot} = slots[{slot}]" for slot in loaded]
         lines += [f"    {line}" for line in body] or ["    pass"]
         lines += ["", "", "def output(slots):"]
@@ -112,9 +123,15 @@ class ReplayFunction:
 
     # ------------------------------------------------------------------ steps
     def _statements(self, step) -> list[str]:
+        if isinstance(step, Fused) and any(s in self._buffers for s in slots_in(step.out)):
+            return self._fused_into(step)
         if isinstance(step, Call):
             return self._call(step)
         if isinstance(step, Unit):
+            if step.out in self._buffers:
+                into = self._name(INTO[step.cls], f"{step.cls.__name__}_into")
+                return [f"s{step.out} = " + self._invocation(
+                    into, step.args, step.params, first=f"buffers[{self._buffers[step.out]}]")]
             return self._unit(step)
         if isinstance(step, Guard):
             return self._guard(step)
@@ -136,6 +153,25 @@ class ReplayFunction:
         lines = [f"{_target(out)} = {call}"]
         if step.scalar_out:  # NumPy scalars among the results: 0-d arrays, as eager's
             lines += [f"s{slot} = _asarray(s{slot})" for slot in slots_in(out)]
+        return lines
+
+    def _fused_into(self, step: Fused) -> list[str]:
+        """A fused kernel called on its results' buffers (new arrays for those without):
+
+            s7 = buffers[3]
+            s9 = _empty((128, 64), float32)
+            fused1_kernel(s6, s3, s7, s9)
+        """
+        lines, results = [], []
+        for slot, (shape, dtype) in zip(slots_in(step.out), step.results, strict=True):
+            if slot in self._buffers:
+                lines.append(f"s{slot} = buffers[{self._buffers[slot]}]")
+            else:
+                lines.append(f"s{slot} = _empty({shape!r}, {self._constant(dtype)})")
+            results.append(f"s{slot}")
+        kernel = self._name(step.kernel, f"{step.label}_kernel")
+        inputs = [self._expression(a) for a in step.args]
+        lines.append(f"{kernel}({', '.join([*inputs, *results])})")
         return lines
 
     def _unit(self, step: Unit) -> list[str]:

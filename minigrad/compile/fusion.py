@@ -22,8 +22,9 @@ A result is stored (an output of the kernel) when a step after the group reads i
 plan returns it, or the backward of a compiled forward keeps it; the others live only in
 the kernel's local variables. Results are C-ordered arrays of the dtype eager made, so
 what follows sees the arrays eager saw; they are new at each replay, as eager's are
-(`_runner`). The capture's self-check replays the fused plan against the eager run: a
-kernel that differs makes the call run eagerly, with a warning.
+(`_runner`), or on the CPU written into memory kept between replays (buffers.py). The
+capture's self-check replays the fused plan against the eager run: a kernel that
+differs makes the call run eagerly, with a warning.
 
 MINIGRAD_COMPILE_FUSION=0 (read at each capture) turns fusion off; without Numba there
 is none.
@@ -150,16 +151,16 @@ def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays
     return [Fused(run, tuple(Ref(s) for s in inputs), {}, out, False, None,
                   f"fused{number}", tuple(inputs), (),
                   replaced=tuple(step for _, step in group.steps), hidden=hidden,
-                  source=source, number=number)]
+                  source=source, number=number,
+                  kernel=kernel if target.name == "cpu" else None, results=tuple(results))]
 
 
 def _runner(kernel, input_count: int, results: list, empty):
     """The function a Fused step calls: new result arrays (`empty`: NumPy's or CuPy's),
-    as eager allocates its results, then the kernel. (Arrays kept from one replay to the
-    next gained no time measurably, and held every plan's results between steps and
-    through the whole step: the toy_translate step's peak memory grew by a third.)
-    Generated for the kernel's
-    number of inputs and results, so that a call makes no loop and spreads no tuple:
+    as eager allocates its results, then the kernel. (A CPU plan's replay calls the
+    kernel itself instead where its results have buffers: buffers.py.) Generated for the
+    kernel's number of inputs and results, so that a call makes no loop and spreads no
+    tuple:
 
         def run(in0, in1):
             out0 = empty(shape0, dtype0)

@@ -4,7 +4,9 @@ The recorded steps, in the order schedule.py gives them (guards before lasting e
 become the lines of one generated Python function of the slot list (codegen.py); the
 replay (replay.py) binds the external slots from their tensors and calls it. Runs of
 elementwise steps become one generated kernel each (fusion.py). Slots no later step reads
-are dropped as soon as they are last used, as eager frees them.
+are dropped as soon as they are last used, as eager frees them; on the CPU, the results
+of fused kernels and matrix products that no one reads after the plan are written into
+memory kept from one replay to the next instead (buffers.py).
 
 A guard that fails raises GuardFailed: the caller then runs the step eagerly, after
 putting back the random generators the replay drew from (`random_sources`).
@@ -15,6 +17,7 @@ import os
 
 import numpy as np
 
+from minigrad.compile.buffers import Blocks, plan_layout
 from minigrad.compile.codegen import ReplayFunction
 from minigrad.compile.fusion import fuse, fusion_enabled
 from minigrad.compile.schedule import hoist_guards, last_uses, slots_in
@@ -59,7 +62,12 @@ class Plan:
         self.output = output
         self.keep = keep  # slots kept past the run (what a backward reads)
         self.frees = last_uses(self.steps, output, keep)  # per step, the slots dropped
-        self.replay = ReplayFunction(self.steps, self.frees, output)
+        # the CPU arrays written into memory kept between replays (buffers.py)
+        self.layout = None if self.on_gpu else plan_layout(
+            self.steps, arrays, slot_roots, set(slots_in(output)) | set(keep))
+        self.blocks = Blocks()  # replaced by its compiled function's, shared by its plans
+        self.replay = ReplayFunction(self.steps, self.frees, output,
+                                     self.layout.index() if self.layout else None)
         self.build_output = self.replay.output
         self.random_sources = _random_before_guards(self.steps)
         self.version_changes: list = []  # (tensor, growth) applied after a replay
@@ -69,9 +77,20 @@ class Plan:
         """Run every step on `slots` (external slots bound): as one CUDA graph launch
         where the plan has a graph, else step by step."""
         if self.graph is None or not self.graph.run(slots):
-            self.replay.function(slots)
+            self._run_steps(slots)
         for tensor, growth in self.version_changes:
             tensor._version[0] += growth
+
+    def _run_steps(self, slots: list) -> None:
+        """The replay function, on a block of memory for its buffers where it has any."""
+        if self.layout is None or not self.layout.slots:
+            self.replay.function(slots)
+            return
+        block = self.blocks.take(self.layout.size)
+        try:
+            self.replay.function(slots, block.views(self.layout))
+        finally:
+            self.blocks.give_back(block)
 
     def fused_groups(self) -> list[Fused]:
         """The steps that each run a generated kernel for a group of elementwise steps."""
@@ -89,6 +108,8 @@ class Plan:
             lines.append(f"  {index:4d}  {_describe(step)}")
         lines.append(f"  return {_show(self.output)}")
         sources: dict[str, str] = {}  # a kernel's source -> the group that printed it
+        if self.layout is not None and self.layout.slots:
+            lines.append(self.layout.describe())
         for step in self.steps:
             if isinstance(step, Fused):
                 lines += _describe_group(step, sources)

@@ -43,6 +43,13 @@ class Entry:
         self.checks = checks
         self.backward = backward
 
+    def share_blocks(self, blocks) -> None:
+        """Let the plans take their buffers' memory from `blocks` (buffers.py), those of
+        the compiled function, which runs one plan at a time."""
+        self.plan.blocks = blocks
+        if self.backward is not None:
+            self.backward.plan.blocks = blocks
+
     def bind(self, tensors: list[Tensor], arrays: tuple | None = None) -> list:
         """A slot list with every external slot bound; from `arrays`, in the order of
         self.externals, when given (a CompiledFunction's forward gets them so)."""

@@ -69,6 +69,8 @@ class Fused(Call):
     hidden: tuple = ()  # slots computed inside the kernel and never stored
     source: str = ""  # the generated kernel's Python source
     number: int = 0  # the group's number in the plan printout
+    kernel: object = None  # the kernel itself, `kernel(*inputs, *results)` (CPU groups)
+    results: tuple = ()  # (shape, dtype) of each array of `out`
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""Mutants of mg.compile: the fused kernels it writes for CPU and GPU plans, and what a
-capture holds."""
+"""Mutants of mg.compile: the fused kernels it writes for CPU and GPU plans, what a
+capture holds, and a plan's buffers."""
 from __future__ import annotations
 
 from tools.mutant_table.mutant import Mutant
@@ -7,6 +7,7 @@ from tools.mutant_table.mutant import Mutant
 GPU_FUSION = "tests/test_compile_gpu_fusion.py::"
 FUSION = "tests/test_compile_fusion.py::"
 CAPTURE_MEMORY = "tests/test_compile_capture_memory.py::"
+BUFFERS = "tests/test_compile_buffers.py::"
 
 COMPILE_MUTANTS = [
     Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
@@ -32,4 +33,19 @@ COMPILE_MUTANTS = [
     Mutant("memory_numbered_by_id", "minigrad/compile/slots.py",
            "number = len(self._owners)", "number = id(owner)",
            (CAPTURE_MEMORY + "test_memory_numbers_are_never_given_twice",)),
+    Mutant("outputs_written_into_the_block", "minigrad/compile/buffers.py",
+           "escaped = {slot_roots.get(s) for s in protected} | ",
+           "escaped = set() | ",
+           (BUFFERS + "test_results_read_after_the_call_are_never_in_the_block",)),
+    Mutant("gradients_written_into_the_block", "minigrad/compile/buffers.py",
+           "if isinstance(step, (Opaque, SetGrad)):", "if isinstance(step, Opaque):",
+           (BUFFERS + "test_gradients_set_by_a_compiled_step_outlive_the_next_step",)),
+    Mutant("buffer_reused_by_its_last_readers_result", "minigrad/compile/buffers.py",
+           "live = [interval for interval in live if interval[2] >= index]",
+           "live = [interval for interval in live if interval[2] > index]",
+           (BUFFERS + "test_arrays_that_never_live_together_share_the_block",)),
+    Mutant("buffers_never_shared", "minigrad/compile/buffers.py",
+           "live = [interval for interval in live if interval[2] >= index]",
+           "live = list(live)",
+           (BUFFERS + "test_arrays_that_never_live_together_share_the_block",)),
 ]
