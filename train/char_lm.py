@@ -62,6 +62,7 @@ from train.char_lm_model import sample_ids
 from train.char_lm_plot import plot_perplexity
 from train.checkpoint_checks import CheckpointError
 from train.cli import check_file, check_folder, missing_requirement
+from train.heap import keep_freed_memory
 from train.interrupt import StopSignals, exit_status, run_stoppable, signal_name
 from train.run_log import RunLog
 
@@ -251,4 +252,5 @@ def sample_lines(model, alphabet: str, prompt_ids: np.ndarray,
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # a choice for the whole process: train/heap.py
     sys.exit(main())

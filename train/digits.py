@@ -36,6 +36,7 @@ from minigrad.utils.data import DataLoader, TensorDataset
 from train import cli
 from train.checkpoint_checks import save_entries
 from train.config import POSITIVE, POSITIVE_INT, Rule
+from train.heap import keep_freed_memory
 from train.interrupt import (
     StopSignals,
     command_line,
@@ -312,4 +313,5 @@ def print_table(results: list[RunResult]) -> None:
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # a choice for the whole process: train/heap.py
     sys.exit(main())

@@ -53,6 +53,7 @@ from train.checkpoint_checks import CheckpointError
 from train.config import DEFAULTS, GPU_DEFAULTS, Config
 from train.data import SEED_PAIRS, ToyTranslationData, make_dataset, tokenize_french
 from train.evaluate import beam_translations, max_source_words, score_test_set
+from train.heap import keep_freed_memory
 from train.interrupt import Interrupted, StopSignals, exit_status, signal_name
 from train.lexicon import FIXED_PHRASES
 from train.loop import IdPair, LossNotFinite, TrainState, train
@@ -309,4 +310,5 @@ def save_attention(model, source: list[str], translation: list[str],
 
 
 if __name__ == "__main__":
+    keep_freed_memory()  # a choice for the whole process: train/heap.py
     sys.exit(main())
