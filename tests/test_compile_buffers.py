@@ -7,9 +7,9 @@ import threading
 
 import numpy as np
 import pytest
+from poisoned_blocks import poisoned_blocks
 
 import minigrad as mg
-from minigrad.compile import buffers
 from minigrad.compile.buffers import ALIGNMENT, Blocks
 from minigrad.kernels.matmul import matmul_twin
 
@@ -120,17 +120,10 @@ def _mlp_losses(compile_model: bool, steps: int = 4) -> list:
     return losses + [p.numpy().copy() for p in model.parameters()]
 
 
-@pytest.fixture
-def poisoned_blocks(monkeypatch):
-    """New blocks full of NaN (every byte 0xFF), so that an array read before the replay
-    writes it, or overwritten while alive, shows in the results."""
-    made = buffers.Block.__init__
-
-    def poisoned(self, size):
-        made(self, size)
-        self.memory[...] = 0xFF
-
-    monkeypatch.setattr(buffers.Block, "__init__", poisoned)
+@pytest.fixture(name="poisoned_blocks")
+def _poisoned_blocks_fixture():
+    with poisoned_blocks():
+        yield
 
 
 def test_a_compiled_model_with_buffers_trains_as_eager_does_bit_for_bit(poisoned_blocks):

@@ -1,7 +1,7 @@
 """Random small programs from the op table, compiled and eager, give the same bits:
 values and gradients, on the capture's inputs and on new ones (the replay). Programs mix
 elementwise ops with broadcasting, reductions, views, indexing and in-place updates of
-tensors outside the graph."""
+tensors outside the graph. The blocks a replay writes results into start full of NaN."""
 from __future__ import annotations
 
 import warnings
@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from poisoned_blocks import poisoned_blocks
 
 import minigrad as mg
 from minigrad import ops
@@ -130,7 +131,7 @@ def test_a_compiled_program_gives_the_eager_values_and_gradients(program, seed):
 
     compiled = mg.compile(function)
     rng = np.random.default_rng(seed)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), poisoned_blocks():
         warnings.filterwarnings("error", message="mg.compile")
         for _ in range(2):  # the capture, then a replay on other values
             arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
