@@ -18,6 +18,7 @@ from minigrad import nn, optim
 from minigrad.compile import elementwise
 from minigrad.compile.cuda_kernel_source import cuda_source
 from minigrad.compile.elementwise import Constant, Node
+from minigrad.ops.indexing import IndexAdd
 
 pytestmark = pytest.mark.filterwarnings("error:mg.compile")
 
@@ -182,3 +183,29 @@ def test_a_constant_that_is_not_finite_has_no_cuda_source(value):
     arrays = _arrays(s1=np.float32, s2=np.float32)
     nodes = [Node("mul", (1, Constant(value)), 2, "np.multiply")]
     assert cuda_source(nodes, [1], [2], {}, arrays) is None
+
+
+def test_the_adjoint_of_a_split_is_left_to_cupy_on_the_gpu(gpu_or_stand_in):
+    """A pad reads its input at a shifted index, which an ElementwiseKernel cannot: on
+    the GPU the split's IndexAdds run as CuPy's, and the adds after them still fuse."""
+    def split_product(x):
+        q, k, v = x.split(4, dim=-1)
+        return (q * k * v * 2.0).sum()
+
+    values = np.random.default_rng(9).standard_normal((3, 12)).astype(np.float32)
+    compiled = mg.compile(split_product, fullgraph=True)
+    grads = []
+    for function in (compiled, compiled, split_product):
+        x = mg.tensor(values, device="cuda", requires_grad=True)
+        function(x).backward()
+        grads.append(x.grad.numpy())
+    assert np.array_equal(grads[1], grads[2]) and np.array_equal(grads[0], grads[2])
+    (entry,) = [e for entries in compiled._plans.values() for e in entries]
+    groups = entry.backward.plan.fused_groups()
+    assert all(getattr(step, "cls", None) is not IndexAdd for group in groups
+               for step in group.replaced)
+    padded = {step.out for step in entry.backward.plan.steps
+              if getattr(step, "cls", None) is IndexAdd}
+    assert len(padded) == 3
+    # the sum of the three padded gradients: one kernel of two adds
+    assert any(set(group.reads) == padded and len(group.replaced) == 2 for group in groups)

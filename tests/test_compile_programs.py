@@ -1,7 +1,8 @@
 """Random small programs from the op table, compiled and eager, give the same bits:
 values and gradients, on the capture's inputs and on new ones (the replay). Programs mix
-elementwise ops with broadcasting, reductions, views, indexing and in-place updates of
-tensors outside the graph. The blocks a replay writes results into start full of NaN."""
+elementwise ops with broadcasting, reductions, views, slices, indexing and in-place
+updates of tensors outside the graph. The blocks a replay writes results into start full
+of NaN."""
 from __future__ import annotations
 
 import warnings
@@ -19,7 +20,7 @@ UNARY = ("exp", "tanh", "sigmoid", "relu", "abs", "neg", "sin", "square", "sqrt"
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "atan2", "hypot")
 REDUCTIONS = ("sum", "mean", "amax", "amin", "logsumexp", "softmax", "log_softmax", "var",
               "cumsum")
-VIEWS = ("transpose", "flip", "getitem", "select", "unsqueeze", "reshape")
+VIEWS = ("transpose", "flip", "getitem", "slice", "chunk", "select", "unsqueeze", "reshape")
 
 
 def _apply_unary(name: str, x):
@@ -42,6 +43,10 @@ def _apply_view(name: str, x, dim: int):
         return x.flip(dim)
     if name == "getitem":
         return x[..., ::2] if x.shape[-1] > 1 else x[None]
+    if name == "slice":  # unit steps: its adjoint is fused as a pad
+        return x[..., 1:] if x.shape[-1] > 1 else x[None]
+    if name == "chunk":
+        return x.chunk(2, dim)[-1]
     if name == "select":
         return x.select(dim, 0) if x.ndim > 1 else x[None]
     if name == "unsqueeze":

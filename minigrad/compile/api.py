@@ -153,8 +153,10 @@ class CompiledFunction:
         if self._cuda_graphs:  # the first replay, checked below, launches the graph
             use_cuda_graphs(entry, self.__name__)
         if prints_plans():
-            print(f"[minigrad compile] {self.__name__}\n{entry.plan.describe()}",
-                  file=sys.stderr)
+            text = entry.plan.describe()
+            if entry.backward is not None:  # a compiled forward's node: its backward too
+                text += f"\nits backward's {entry.backward.plan.describe()}"
+            print(f"[minigrad compile] {self.__name__}\n{text}", file=sys.stderr)
         self._plans.setdefault(key, []).append(entry)
         self._plan_count += 1
         try:

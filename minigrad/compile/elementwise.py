@@ -9,13 +9,18 @@ comparisons, selections (where, ReLU's clip, maximum, minimum) and casts between
 the float types are exact. Transcendental functions (exp, tanh, erf, log) are left to
 NumPy: its SIMD code and Numba's libm may differ in the last bit.
 
+One op reads its operand at another position: "pad", the adjoint of slicing (IndexAdd
+of a box of unit-step slices into zeros, as the backward of `split`, `chunk` and `x[a:b]`
+makes it). Each element is the operand's element shifted by the box's start inside the
+box, and 0 outside it, which is what eager's zeros with the operand copied in hold.
+
 Values are float32, float64 or bool; integer and float16 arithmetic stays with NumPy.
 A GPU plan records CuPy's functions (`cupy.add`, `cupy.ndarray.astype`): each is read as
 the NumPy function of its name.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +31,7 @@ from minigrad.kernels.power import is_small_integer
 from minigrad.ops.arithmetic import Add, Div, Mul, Neg, PowScalar, Sub
 from minigrad.ops.cast import ToDtype
 from minigrad.ops.dropout import MaskedScale
+from minigrad.ops.indexing import IndexAdd
 from minigrad.ops.select import Maximum, Where
 from minigrad.ops.unary import Relu
 
@@ -42,17 +48,17 @@ KINDS = {
     "minimum": "arithmetic", "masked_scale": "arithmetic", "pow": "arithmetic",
     "gt": "comparison", "ge": "comparison", "lt": "comparison", "le": "comparison",
     "eq": "comparison", "ne": "comparison",
-    "where": "selection", "cast": "cast",
+    "where": "selection", "cast": "cast", "pad": "copy",
 }
 UNIT_OPS = {Add: "add", Sub: "sub", Mul: "mul", Div: "div", Neg: "neg", Relu: "relu",
             Maximum: "maximum", Where: "where", MaskedScale: "masked_scale",
-            ToDtype: "cast", PowScalar: "pow"}
+            ToDtype: "cast", PowScalar: "pow", IndexAdd: "pad"}
 CALL_OPS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
             np.negative: "neg", np.maximum: "maximum", np.minimum: "minimum",
             np.greater: "gt", np.greater_equal: "ge", np.less: "lt", np.less_equal: "le",
             np.equal: "eq", np.not_equal: "ne", np.where: "where",
             np.ndarray.astype: "cast"}
-ARITY = {"neg": 1, "relu": 1, "cast": 1, "where": 3, "masked_scale": 3}
+ARITY = {"neg": 1, "relu": 1, "cast": 1, "where": 3, "masked_scale": 3, "pad": 1}
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ class Node:
     operands: tuple
     out: int
     label: str  # the recorded step's name ("Mul.forward", "np.add")
+    box: tuple = ()  # "pad": (start, stop) of the operand's box along each dim of `out`
 
 
 def as_node(step, arrays: dict) -> Node | None:
@@ -222,11 +229,42 @@ def _unit_node(step: Unit) -> Node | None:
         if not is_small_integer(exponent) or get_mode() == "numpy":  # numpy: NumPy's pow
             return None
         operands = (*args, Constant(int(exponent)))
+    elif op == "pad":
+        box = _box(params.pop("index", None), params.pop("shape", None))
+        if box is None:
+            return None
+        node = _node(op, args, step.out, label)
+        return None if node is None or params else replace(node, box=box)
     else:
         operands = args
     if params:
         return None
     return _node(op, operands, step.out, label)
+
+
+def _box(index, shape) -> tuple | None:
+    """(start, stop) along each dim of `shape` of what `index` selects, when it is
+    slices of step 1 (a tuple of them, or one, with at most one `...`) that select
+    something; else None."""
+    index = index if isinstance(index, tuple) else (index,)
+    if not isinstance(shape, tuple) or not all(
+            isinstance(i, slice) or i is Ellipsis for i in index):
+        return None
+    ellipses = [at for at, i in enumerate(index) if i is Ellipsis]
+    if len(ellipses) > 1:
+        return None
+    if ellipses:
+        at = ellipses[0]
+        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1:]
+    if not 0 < len(index) <= len(shape):
+        return None
+    box = []
+    for size, selection in zip(shape, index + (slice(None),) * (len(shape) - len(index))):
+        start, stop, step = selection.indices(size)
+        if step != 1 or stop <= start:
+            return None
+        box.append((start, stop))
+    return tuple(box)
 
 
 def _call_node(step: Call) -> Node | None:
@@ -292,6 +330,13 @@ def _dtypes_fit(node: Node, arrays: dict) -> bool:
         x, mask = node.operands[:2]
         return (result in FLOATS and isinstance(x, int) and arrays[x].dtype == result
                 and isinstance(mask, int) and arrays[mask].dtype == np.bool_)
+    if node.op == "pad":  # the operand fills the box, in the result's dtype
+        x = node.operands[0]
+        return (result in FLOATS and isinstance(x, int) and arrays[x].dtype == result
+                and arrays[x].shape == tuple(stop - start for start, stop in node.box)
+                and len(node.box) == len(arrays[node.out].shape)
+                and all(stop <= size for (_, stop), size
+                        in zip(node.box, arrays[node.out].shape, strict=True)))
     if node.op == "pow":  # NumPy arrays of float32/float64 take the products
         x = node.operands[0]
         return result in FLOATS and isinstance(x, int) and arrays[x].dtype == result

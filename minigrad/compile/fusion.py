@@ -199,9 +199,11 @@ def _stores_fresh(node: Node, arrays: dict, fresh: set) -> bool:
 
 
 def _on_target(node: Node, arrays: dict, target) -> bool:
-    """Every array the node reads or writes is on the target's device."""
+    """The target fuses the node's op, and every array it reads or writes is on the
+    target's device."""
     slots = [node.out, *(o for o in node.operands if isinstance(o, int))]
-    return all(target.holds(arrays[slot]) for slot in slots)
+    return (node.op not in target.unfused_ops
+            and all(target.holds(arrays[slot]) for slot in slots))
 
 
 def _can_run_before(step, group: _Group) -> bool:

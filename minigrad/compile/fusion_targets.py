@@ -29,6 +29,7 @@ from minigrad.compile.kernel_source import kernel_source
 class CpuTarget:
     name = "cpu"
     empty = staticmethod(np.empty)
+    unfused_ops = frozenset()  # elementwise ops it leaves to the array library
 
     @staticmethod
     def holds(array: ArrayInfo) -> bool:
@@ -44,6 +45,9 @@ class CpuTarget:
 
 class GpuTarget:
     name = "gpu"
+    # a pad would read its input at a shifted index, which the ElementwiseKernel's
+    # elementwise indexing has no form for: left to CuPy, ending the group before it
+    unfused_ops = frozenset({"pad"})
 
     def __init__(self, cupy):
         self.cupy = cupy

@@ -17,7 +17,9 @@ the group into a local variable, and stores the results read after the group:
                 out0[i0, i1] = t1
 
 Each op computes in the dtype NumPy computes it in (elementwise.py): an operand of
-another dtype, and every constant, is cast to it first, so float32 stays float32.
+another dtype, and every constant, is cast to it first, so float32 stays float32. A pad
+(the adjoint of slicing) reads its input at the loop's position less the box's start,
+inside the box only (`_padded`).
 Variables are named by position, not by slot, so that two groups doing the same work on
 the same shapes share one kernel (and one compilation, cached on disk: kernel_cache.py).
 """
@@ -54,13 +56,19 @@ def kernel_source(nodes: list[Node], inputs: list[int], outputs: list[int],
     loop_index = ", ".join(f"i{d}" for d in range(rank))
     names: dict[int, str] = {}
     body = []
+    read_in_place = {o for node in nodes if node.op != "pad" for o in node.operands}
     for position, slot in enumerate(inputs):
         names[slot] = f"x{position}"
-        body.append(f"x{position} = in{position}[{_index(arrays[slot].shape, shape)}]")
+        if slot in read_in_place:  # (a pad's operand is read at its own position)
+            body.append(f"x{position} = in{position}[{_index(arrays[slot].shape, shape)}]")
     for position, node in enumerate(nodes):
-        operands = [constants.get(o, o) for o in node.operands]
-        body.append(f"t{position} = {_expression(node, operands, names, arrays)}"
-                    f"  # {node.label}")
+        if node.op == "pad":
+            expression = _padded(f"in{inputs.index(node.operands[0])}", node.box, shape,
+                                 compute_dtype(node, arrays))
+        else:
+            operands = [constants.get(o, o) for o in node.operands]
+            expression = _expression(node, operands, names, arrays)
+        body.append(f"t{position} = {expression}  # {node.label}")
         names[node.out] = f"t{position}"
     for position, slot in enumerate(outputs):
         body.append(f"out{position}[{loop_index}] = {names[slot]}")
@@ -84,6 +92,25 @@ def _index(operand_shape: tuple, shape: tuple) -> str:
     offset = len(shape) - len(operand_shape)
     return ", ".join("0" if size == 1 and shape[offset + d] != 1 else f"i{offset + d}"
                      for d, size in enumerate(operand_shape))
+
+
+def _padded(name: str, box: tuple, shape: tuple, dtype: np.dtype) -> str:
+    """The element of the pad of input `name` at the loop's position: the input's element
+    shifted by the box's start inside the box, 0 outside it:
+
+        in1[i0, i1 - 128] if i1 >= 128 and i1 < 192 else np.float32(0.0)
+    """
+    index, inside = [], []
+    for d, ((start, stop), size) in enumerate(zip(box, shape, strict=True)):
+        index.append(f"i{d} - {start}" if start else f"i{d}")
+        if start:
+            inside.append(f"i{d} >= {start}")
+        if stop < size:
+            inside.append(f"i{d} < {stop}")
+    value = f"{name}[{', '.join(index)}]"
+    if not inside:
+        return value
+    return f"{value} if {' and '.join(inside)} else {_literal(0.0, dtype)}"
 
 
 def _expression(node: Node, operands: list, names: dict, arrays: dict) -> str:
