@@ -10,10 +10,17 @@ import pytest
 from poisoned_blocks import poisoned_blocks
 
 import minigrad as mg
+from minigrad.compile import buffers
 from minigrad.compile.buffers import ALIGNMENT, Blocks
 from minigrad.kernels.matmul import matmul_twin
 
 RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def _buffers_for_small_arrays(monkeypatch):
+    """Small arrays get buffers here too, so that the tests stay small."""
+    monkeypatch.setattr(buffers, "MIN_BYTES", 0)
 
 
 def _floats(*shape, dtype=np.float32):
@@ -69,7 +76,7 @@ def test_results_read_after_the_call_are_never_in_the_block():
         kept = [t.numpy().copy() for t in first]
         second = compiled(mg.tensor(_floats(4, 8)), w)
     (plan,) = compiled.plans()
-    assert plan.layout.slots == []
+    assert plan.layout is None  # the plan has no buffer at all
     for tensor, value in zip(first, kept, strict=True):
         np.testing.assert_array_equal(tensor.numpy(), value)
     assert not np.shares_memory(first[0].numpy(), second[0].numpy())
@@ -203,3 +210,16 @@ def test_two_forwards_alive_at_once_keep_their_own_arrays_for_backward(poisoned_
 
     for got, want in zip(run(True), run(False), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_plan_of_small_arrays_takes_no_block(monkeypatch):
+    """Below MIN_BYTES the C allocator serves arrays from memory it keeps: no buffers, and
+    a replay pays nothing for them."""
+    monkeypatch.setattr(buffers, "MIN_BYTES", 64 * 2**10)
+    small, large = mg.tensor(_floats(64, 32)), mg.tensor(_floats(512, 64))
+    for x, buffered in ((small, 0), (large, 4)):
+        compiled = mg.compile(_chain, fullgraph=True)
+        with mg.no_grad():
+            compiled(x, mg.tensor(_floats(x.shape[1], x.shape[1])))
+        (plan,) = compiled.plans()
+        assert (len(plan.layout.slots) if plan.layout else 0) == buffered

@@ -9,8 +9,8 @@ megabytes of arrays faults on every step anew (toy_translate's step: over 5,000 
 
 A plan knows every array its step makes, its shape, and the step after which nothing
 reads it. The results of fused kernels and of matrix products (the steps that can write
-into memory they are given) get a place in one block of memory when their memory is
-used only inside the plan: no view of it is an output, is kept for a backward or is
+into memory they are given) of 64 KiB or more get a place in one block of memory when
+their memory is used only inside the plan: no view of it is an output, is kept for a backward or is
 handed to Python code (an opaque call, a `.grad =`). Each takes the lowest offset free
 while it lives (first fit, in step order, 64-byte aligned as Numba kernels want it), so
 arrays that never live at the same time share space. `Layout` is that assignment;
@@ -44,6 +44,10 @@ ALIGNMENT = 64  # bytes: every buffer starts on a cache line
 # arrays there, and its compiled step's resident set stays as it was (743 MiB against
 # eager's 732, 742 against 730 without buffers).
 MAX_BLOCK = 4 * 2**20
+# bytes an array must have to be given a buffer: the C allocator serves smaller ones from
+# memory it keeps, and a replay of small arrays only would pay for taking a block (about
+# a microsecond) for nothing
+MIN_BYTES = 64 * 2**10
 
 
 def matmul_into(out, a, b):
@@ -76,6 +80,10 @@ class Layout:
         self.offsets: list[int] = []
         self.size = 0
 
+    def __bool__(self) -> bool:
+        """Whether any array has a buffer."""
+        return bool(self.slots)
+
     def index(self) -> dict[int, int]:
         """slot -> its buffer's index."""
         return {slot: index for index, slot in enumerate(self.slots)}
@@ -103,7 +111,8 @@ def plan_layout(steps: list, arrays: dict, slot_roots: dict, protected: set) -> 
             root = slot_roots.get(slot)
             info = arrays.get(slot)
             if (root is None or root in escaped or first[root] != index or info is None
-                    or not info.c_contiguous or math.prod(info.shape) == 0):
+                    or not info.c_contiguous
+                    or math.prod(info.shape) * info.dtype.itemsize < MIN_BYTES):
                 continue
             size = -(-math.prod(info.shape) * info.dtype.itemsize // ALIGNMENT) * ALIGNMENT
             offset = _first_fit(live, size)
@@ -199,12 +208,10 @@ class Blocks:
         self._lock = threading.Lock()
 
     def take(self, size: int) -> Block:
-        """A free block of at least `size` bytes: the largest free one, replaced by a
+        """A free block of at least `size` bytes: the last one given back, replaced by a
         new one where it is smaller."""
         with self._lock:
-            block = max(self._free, key=lambda b: b.size) if self._free else None
-            if block is not None:
-                self._free.remove(block)
+            block = self._free.pop() if self._free else None
         return block if block is not None and block.size >= size else Block(size)
 
     def __deepcopy__(self, memo) -> Blocks:

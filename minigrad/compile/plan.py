@@ -62,9 +62,10 @@ class Plan:
         self.output = output
         self.keep = keep  # slots kept past the run (what a backward reads)
         self.frees = last_uses(self.steps, output, keep)  # per step, the slots dropped
-        # the CPU arrays written into memory kept between replays (buffers.py)
+        # the CPU arrays written into memory kept between replays (buffers.py); None on
+        # the GPU and where no array has one
         self.layout = None if self.on_gpu else plan_layout(
-            self.steps, arrays, slot_roots, set(slots_in(output)) | set(keep))
+            self.steps, arrays, slot_roots, set(slots_in(output)) | set(keep)) or None
         self.blocks = Blocks()  # replaced by its compiled function's, shared by its plans
         self.replay = ReplayFunction(self.steps, self.frees, output,
                                      self.layout.index() if self.layout else None)
@@ -83,7 +84,7 @@ class Plan:
 
     def _run_steps(self, slots: list) -> None:
         """The replay function, on a block of memory for its buffers where it has any."""
-        if self.layout is None or not self.layout.slots:
+        if not self.layout:
             self.replay.function(slots)
             return
         block = self.blocks.take(self.layout.size)
@@ -108,7 +109,7 @@ class Plan:
             lines.append(f"  {index:4d}  {_describe(step)}")
         lines.append(f"  return {_show(self.output)}")
         sources: dict[str, str] = {}  # a kernel's source -> the group that printed it
-        if self.layout is not None and self.layout.slots:
+        if self.layout:
             lines.append(self.layout.describe())
         for step in self.steps:
             if isinstance(step, Fused):
