@@ -32,11 +32,11 @@ import numpy as np
 
 from minigrad.compile.schedule import slots_in, step_outputs, step_reads
 from minigrad.compile.steps import Fused, Opaque, SetGrad, Unit
+from minigrad.kernels.dispatch import ALIGNMENT, aligned_empty
 from minigrad.kernels.matmul import matmul_twin
 from minigrad.ops.linear import Addmm as Linear
 from minigrad.ops.matmul import MatMul
 
-ALIGNMENT = 64  # bytes: every buffer starts on a cache line
 # bytes a layout may span: the block is held between replays, all of it through the peak
 # of the step, where eager holds only the arrays alive then. The steps of small models,
 # where faults are a large share, fit or nearly (toy_translate's forward: 32 arrays in
@@ -111,10 +111,12 @@ def plan_layout(steps: list, arrays: dict, slot_roots: dict, protected: set) -> 
             root = slot_roots.get(slot)
             info = arrays.get(slot)
             if (root is None or root in escaped or first[root] != index or info is None
-                    or not info.c_contiguous
-                    or math.prod(info.shape) * info.dtype.itemsize < MIN_BYTES):
+                    or not info.c_contiguous):
                 continue
-            size = -(-math.prod(info.shape) * info.dtype.itemsize // ALIGNMENT) * ALIGNMENT
+            nbytes = math.prod(info.shape) * info.dtype.itemsize
+            if nbytes < MIN_BYTES:
+                continue
+            size = -(-nbytes // ALIGNMENT) * ALIGNMENT  # every buffer starts on a cache line
             offset = _first_fit(live, size)
             if offset + size > MAX_BLOCK:
                 continue
@@ -183,9 +185,7 @@ class Block:
     each layout's replay writes into, made on its first use."""
 
     def __init__(self, size: int):
-        raw = np.empty(size + ALIGNMENT, np.uint8)
-        start = -raw.ctypes.data % ALIGNMENT
-        self.memory = raw[start:start + size]
+        self.memory = aligned_empty((size,), np.uint8)
         self.size = size
         self._views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 

@@ -53,9 +53,9 @@ class Plan:
         self.on_gpu = any(a.on_device for a in arrays.values())
         self.steps = hoist_guards(steps, slot_roots, externals)
         self.fusion_failures: list[str] = []  # groups whose kernel failed to build
+        protected = set(slots_in(output)) | set(keep)  # read after the plan
         if fusion_enabled():
-            self.steps = fuse(self.steps, arrays, slot_roots,
-                              set(slots_in(output)) | set(keep), first_group,
+            self.steps = fuse(self.steps, arrays, slot_roots, protected, first_group,
                               self.fusion_failures)
         self.externals = externals
         self.slot_count = slot_count
@@ -65,7 +65,7 @@ class Plan:
         # the CPU arrays written into memory kept between replays (buffers.py); None on
         # the GPU and where no array has one
         self.layout = None if self.on_gpu else plan_layout(
-            self.steps, arrays, slot_roots, set(slots_in(output)) | set(keep)) or None
+            self.steps, arrays, slot_roots, protected) or None
         self.blocks = Blocks()  # replaced by its compiled function's, shared by its plans
         self.replay = ReplayFunction(self.steps, self.frees, output,
                                      self.layout.index() if self.layout else None)

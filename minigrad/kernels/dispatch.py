@@ -20,7 +20,7 @@ import numpy as np
 from minigrad.kernels.mode import get_mode
 
 KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-_ALIGNMENT = 64  # bytes: one cache line, the widest vector load
+ALIGNMENT = 64  # bytes: one cache line, the widest vector load
 _loaded: dict[str, object] = {}
 
 
@@ -97,8 +97,8 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     (Numba kernels run 1.4-1.8x slower on arrays that are not)."""
     dtype = np.dtype(dtype)
     count = math.prod(shape)  # (np.prod of a tuple costs more than the rest together)
-    raw = np.empty(count * dtype.itemsize + _ALIGNMENT, dtype=np.uint8)
-    start = -raw.ctypes.data % _ALIGNMENT
+    raw = np.empty(count * dtype.itemsize + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
     return np.frombuffer(raw, dtype, count, start).reshape(shape)
 
 
