@@ -62,8 +62,7 @@ def plans_of(compiled) -> list:
     for entries in compiled._plans.values():
         for entry in entries:
             plans.append(entry.plan)
-            if entry.backward is not None:
-                plans.append(entry.backward.plan)
+            plans += [backward.plan for backward in entry.backwards]
     return plans
 
 

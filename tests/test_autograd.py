@@ -162,6 +162,27 @@ def test_autograd_grad_returns_without_touching_dot_grad():
     assert x.grad is None and w.grad is None
 
 
+def test_will_execute_names_the_nodes_a_running_backward_has_still_to_run():
+    from minigrad.autograd.engine import will_execute
+
+    x = mg.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    z = y * 3
+    branch = x.sin()  # not on z's path
+    seen = []
+    z.register_hook(lambda g: seen.append((will_execute(z.grad_fn), will_execute(y.grad_fn),
+                                           will_execute(branch.grad_fn))))
+    y.register_hook(lambda g: seen.append((will_execute(z.grad_fn), will_execute(y.grad_fn),
+                                           will_execute(branch.grad_fn))))
+    z.sum().backward(retain_graph=True)
+    # a tensor's hook runs as its node runs: z's sees y's still to run, y's sees none
+    assert seen == [(False, True, False), (False, False, False)]
+    assert not will_execute(y.grad_fn)  # outside a backward
+    seen.clear()
+    mg.autograd.grad(z.sum(), [y])  # grad() stops at y: y's node does not run
+    assert seen == [(False, False, False), (False, False, False)]
+
+
 def test_autograd_grad_of_non_leaf_input():
     x = vector([1.0, 2.0])
     h = x * x

@@ -123,7 +123,8 @@ def _mlp_losses(compile_model: bool, steps: int = 4) -> list:
         losses.append(loss.item())
     if compile_model:  # the forward's and the backward's plans both write into a block
         (entry,) = [e for entries in forward._compiled_forward._plans.values() for e in entries]
-        assert entry.plan.layout.slots and entry.backward.plan.layout.slots
+        (backward,) = entry.backwards
+        assert entry.plan.layout.slots and backward.plan.layout.slots
     return losses + [p.numpy().copy() for p in model.parameters()]
 
 

@@ -48,8 +48,7 @@ def _graphs(compiled) -> list:
     for entries in function._plans.values():
         for entry in entries:
             graphs.append(entry.plan.graph)
-            if entry.backward is not None:
-                graphs.append(entry.backward.plan.graph)
+            graphs += [backward.plan.graph for backward in entry.backwards]
     return graphs
 
 

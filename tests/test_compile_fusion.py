@@ -46,8 +46,8 @@ def assert_same_bits(got, want) -> None:
 def _groups(compiled) -> list[Fused]:
     """The fused groups of every plan of a compiled function (backward plans included)."""
     plans = [entry.plan for entries in compiled._plans.values() for entry in entries]
-    plans += [entry.backward.plan for entries in compiled._plans.values()
-              for entry in entries if entry.backward is not None]
+    plans += [backward.plan for entries in compiled._plans.values() for entry in entries
+              for backward in entry.backwards]
     return [step for plan in plans for step in plan.steps if isinstance(step, Fused)]
 
 

@@ -201,10 +201,11 @@ def test_the_adjoint_of_a_split_is_left_to_cupy_on_the_gpu(gpu_or_stand_in):
         grads.append(x.grad.numpy())
     assert np.array_equal(grads[1], grads[2]) and np.array_equal(grads[0], grads[2])
     (entry,) = [e for entries in compiled._plans.values() for e in entries]
-    groups = entry.backward.plan.fused_groups()
+    (backward,) = entry.backwards
+    groups = backward.plan.fused_groups()
     assert all(getattr(step, "cls", None) is not IndexAdd for group in groups
                for step in group.replaced)
-    padded = {step.out for step in entry.backward.plan.steps
+    padded = {step.out for step in backward.plan.steps
               if getattr(step, "cls", None) is IndexAdd}
     assert len(padded) == 3
     # the sum of the three padded gradients: one kernel of two adds

@@ -14,8 +14,8 @@ summed in one place, its buffer. Running a node means:
 
 The AccumulateGrad nodes at the leaves run the same way; theirs is the step that adds into
 `.grad`. Unless `retain_graph=True`, every node releases what it saved right after it
-ran; `keeps_graph()` tells a running node which (a compiled forward's node frees as it
-goes).
+ran; `keeps_graph()` tells a running node which, and `will_execute(node)` whether another
+node is still to run in this backward (a compiled forward's nodes free as they go).
 `backward` and `grad` are the public entry points (Tensor.backward and mg.autograd.grad).
 """
 from __future__ import annotations
@@ -33,6 +33,11 @@ from minigrad.tensor_base import TensorBase
 
 class _GraphTask(threading.local):
     keep_graph = True  # outside a backward nothing is released
+    # the running backward's nodes still to run: a node's edges still to come in, the
+    # nodes ready to run, the nodes grad() runs (None: all)
+    dependencies: dict = {}
+    ready: list = []
+    needed: set | None = None
 
 
 _TASK = _GraphTask()
@@ -44,6 +49,15 @@ def keeps_graph() -> bool:
     PyTorch's torch._C._autograd._get_current_graph_task_keep_graph. True outside a
     backward."""
     return _TASK.keep_graph
+
+
+def will_execute(node: Node) -> bool:
+    """Whether the backward running in this thread has still to run `node` (PyTorch's
+    torch._C._will_engine_execute_node). False outside a backward."""
+    task = _TASK
+    if node not in task.dependencies or (task.needed is not None and node not in task.needed):
+        return False
+    return task.dependencies[node] > 0 or node in task.ready
 
 
 def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bool = False,
@@ -65,9 +79,9 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
     dependencies = _count_dependencies(root_nodes)
     needed = None if capture is None else _nodes_leading_to(capture, root_nodes, dependencies)
     ready = [node for node in root_nodes if dependencies[node] == 0]
-    previous_mode, previous_keep = MODES.grad_enabled, _TASK.keep_graph
+    previous_mode, previous_task = MODES.grad_enabled, _task_state()
     MODES.grad_enabled = create_graph  # record the gradient's own graph only if asked
-    _TASK.keep_graph = retain_graph
+    _set_task_state(retain_graph, dependencies, ready, needed)
     try:
         while ready:
             node = ready.pop()
@@ -96,7 +110,17 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
             if not retain_graph:
                 node.release()
     finally:
-        MODES.grad_enabled, _TASK.keep_graph = previous_mode, previous_keep
+        MODES.grad_enabled = previous_mode
+        _set_task_state(*previous_task)  # a backward run inside a hook ends: the outer one's
+
+
+def _task_state() -> tuple:
+    return _TASK.keep_graph, _TASK.dependencies, _TASK.ready, _TASK.needed
+
+
+def _set_task_state(keep_graph: bool, dependencies: dict, ready: list, needed) -> None:
+    _TASK.keep_graph, _TASK.dependencies, _TASK.ready, _TASK.needed = (
+        keep_graph, dependencies, ready, needed)
 
 
 def call_backward(node: Node, grad: TensorBase, given_away: set) -> tuple:

@@ -1,7 +1,7 @@
 """mg.compile: PyTorch's torch.compile names on minigrad's capture and replay.
 
     step = mg.compile(train_step)          # forward, backward, optimizer step: one plan
-    model = mg.compile(model)              # the forward, and its backward as one node
+    model = mg.compile(model)              # the forward, its backward as nodes of the graph
     @mg.compile
     def decode(ids): ...
 
@@ -154,8 +154,9 @@ class CompiledFunction:
             use_cuda_graphs(entry, self.__name__)
         if prints_plans():
             text = entry.plan.describe()
-            if entry.backward is not None:  # a compiled forward's node: its backward too
-                text += f"\nits backward's {entry.backward.plan.describe()}"
+            for index, backward in enumerate(entry.backwards):  # a compiled forward's
+                which = f" of output {index}" if len(entry.backwards) > 1 else ""
+                text += f"\nits backward's{which} {backward.plan.describe()}"
             print(f"[minigrad compile] {self.__name__}\n{text}", file=sys.stderr)
         self._plans.setdefault(key, []).append(entry)
         self._plan_count += 1

@@ -2,11 +2,11 @@
 back everything that run changed; make the record a plan (an Entry).
 
 The eager run works on TracedArrays (traced.py) while the wrappers of patches.py listen.
-When the step's output needs gradients and the step does not run backward itself, the
-capture also records the backward of that output, by asking the engine for the gradients
-of every tensor the step read that requires grad (`mg.autograd.grad`, with a stand-in
-output gradient): the plan is then a forward and a backward, replayed inside one node
-(replay.py).
+When outputs of the step need gradients and the step does not run backward itself, the
+capture also records the backward of each such output, by asking the engine for the
+gradients of every tensor the step read that requires grad (`mg.autograd.grad`, with a
+stand-in output gradient): the plan is then a forward and a backward per output, replayed
+inside one node per output (replay.py).
 
 The state is then rolled back (rollback.py) and the caller replays the plan, so that
 even the first call returns the plan's numbers; `Expected` keeps what the eager run
@@ -24,7 +24,7 @@ from minigrad.compile.guards import Checks
 from minigrad.compile.patches import Patches
 from minigrad.compile.plan import Plan
 from minigrad.compile.recorder import Recorder
-from minigrad.compile.replay import Backward, Entry
+from minigrad.compile.replay import Backward, CompiledFunction, Entry
 from minigrad.compile.schedule import guards_into_forward
 from minigrad.compile.snapshot import Snapshot
 from minigrad.compile.steps import (
@@ -113,20 +113,25 @@ def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:
                     output, arrays=recorder.recorded_arrays())
         return Entry(plan, externals, arguments, Checks(recorder, externals))
     checks = Checks(recorder, recorder.externals)
-    boundary = backward["boundary"]
-    forward_steps, backward_steps = guards_into_forward(
-        recorder.steps[:boundary], recorder.steps[boundary:], backward["grad_slot"])
-    backward_reads = {s for step in backward_steps for s in _reads_of(step)}
+    traces = backward["traces"]
+    forward_steps, backward_steps = recorder.steps[:traces[0]["start"]], []
+    for trace in traces:
+        forward_steps, steps = guards_into_forward(
+            forward_steps, recorder.steps[trace["start"]:trace["end"]], trace["grad_slot"])
+        backward_steps.append(steps)
+    backward_reads = {s for steps in backward_steps for step in steps for s in _reads_of(step)}
     arrays = recorder.recorded_arrays()
     forward = Plan(forward_steps, recorder.externals, recorder.slot_count,
                    recorder.slot_roots, output, keep=backward_reads, arrays=arrays)
-    grads_template = tuple(Ref(s) for s in backward["input_grads"] if s is not None)
-    backward_plan = Plan(backward_steps, [], recorder.slot_count, recorder.slot_roots,
-                         grads_template, arrays=arrays,
-                         first_group=len(forward.fused_groups()) + 1)
-    return Entry(forward, recorder.externals, arguments, checks,
-                 Backward(backward_plan, backward["output_slot"], backward["grad_slot"],
-                          backward["input_grads"]))
+    backwards, groups = [], len(forward.fused_groups())
+    for trace, steps in zip(traces, backward_steps, strict=True):
+        grads_template = tuple(Ref(s) for s in trace["input_grads"] if s is not None)
+        plan = Plan(steps, [], recorder.slot_count, recorder.slot_roots, grads_template,
+                    arrays=arrays, first_group=groups + 1)
+        groups += len(plan.fused_groups())
+        backwards.append(Backward(plan, trace["output_slot"], trace["grad_slot"],
+                                  trace["input_grads"]))
+    return Entry(forward, recorder.externals, arguments, checks, backwards)
 
 
 def _reads_of(step) -> tuple:
@@ -137,41 +142,44 @@ def _reads_of(step) -> tuple:
 
 
 def _trace_backward(recorder: Recorder, result) -> dict | None:
-    """Record the backward of the step's output that needs gradients (module docstring);
-    None when no output does."""
-    outputs = [t for t in _tensors(result) if t.grad_fn is not None]
+    """Record the backward of each output that needs gradients (module docstring), one
+    after the other; None when no output does."""
+    outputs = list({id(t): t for t in _tensors(result) if t.grad_fn is not None}.values())
     if not outputs:
         return None
-    if len({id(t) for t in outputs}) > 1:
-        recorder.refuse(f"{len(outputs)} outputs that need gradients (a compiled forward "
-                        "gives gradients to one)")
     if any(e.attribute == "grad" for e in recorder.externals):
         recorder.refuse("a forward that reads gradients")
-    output = outputs[0]
+    output_slots = [recorder.slot_of[id(t.array)] for t in outputs]
+    if len(set(output_slots)) < len(outputs):
+        recorder.refuse("outputs that need gradients and are one array")
     leaves = [e for e in recorder.externals if e.tensor._requires_grad]
-    boundary = len(recorder.steps)
     recorder.tracing_backward = True
-    recorder.depth += 1
-    try:
-        ones = output.xp.ones(output.array.shape, output.array.dtype)
-    finally:
-        recorder.depth -= 1
-    stand_in = traced_view(ones)
-    grad_slot = recorder._register(stand_in)
-    grads = engine.grad([output], [e.tensor for e in leaves],
-                        grad_outputs=[Tensor._wrap(stand_in)], allow_unused=True)
-    grad_of = {}
-    for e, g in zip(leaves, grads, strict=True):
-        if g is not None:
-            grad_of[e.slot] = recorder.template(g.array).slot
-    for step in recorder.steps[boundary:]:
-        if step.effect is not None or not isinstance(step, (Call, Unit, Guard)):
-            recorder.refuse(f"a backward that does more than compute gradients "
-                            f"({type(step).__name__} {getattr(step, 'label', '')})")
-    return {"boundary": boundary, "grad_slot": grad_slot,
-            "output_slot": recorder.slot_of[id(output.array)],
-            "input_grads": [grad_of.get(e.slot) for e in recorder.externals],
-            "grads": grads}  # alive until Expected has read them
+    traces = []
+    for index, (output, output_slot) in enumerate(zip(outputs, output_slots)):
+        start = len(recorder.steps)
+        recorder.depth += 1
+        try:
+            ones = output.xp.ones(output.array.shape, output.array.dtype)
+        finally:
+            recorder.depth -= 1
+        stand_in = traced_view(ones)
+        grad_slot = recorder._register(stand_in)
+        grads = engine.grad([output], [e.tensor for e in leaves],
+                            grad_outputs=[Tensor._wrap(stand_in)], allow_unused=True,
+                            retain_graph=index < len(outputs) - 1)
+        grad_of = {}
+        for e, g in zip(leaves, grads, strict=True):
+            if g is not None:
+                grad_of[e.slot] = recorder.template(g.array).slot
+        for step in recorder.steps[start:]:
+            if step.effect is not None or not isinstance(step, (Call, Unit, Guard)):
+                recorder.refuse(f"a backward that does more than compute gradients "
+                                f"({type(step).__name__} {getattr(step, 'label', '')})")
+        traces.append({"start": start, "end": len(recorder.steps), "grad_slot": grad_slot,
+                       "output_slot": output_slot,
+                       "input_grads": [grad_of.get(e.slot) for e in recorder.externals],
+                       "grads": grads})  # alive until Expected has read them
+    return {"traces": traces}
 
 
 def _tensors(value) -> list[Tensor]:
@@ -199,10 +207,12 @@ class Expected:
                       recorder.grad_start.values()]
         self.random = random.get_rng_state()
         self.rollback = recorder.rollback
-        self.input_grads = None
-        if backward is not None:
-            self.input_grads = [None if s is None else Snapshot(plain(recorder.keep_of(s)))
-                                for s in backward["input_grads"]]
+        # per output that needs gradients (its slot): its inputs' gradients
+        self.input_grads = {}
+        for trace in backward["traces"] if backward is not None else ():
+            self.input_grads[trace["output_slot"]] = [
+                None if s is None else Snapshot(plain(recorder.keep_of(s)))
+                for s in trace["input_grads"]]
 
     def mismatch(self, entry: Entry, tensors: list[Tensor], outputs) -> str | None:
         """What the first replay made differently from the eager run; None if nothing."""
@@ -220,23 +230,20 @@ class Expected:
                 return f"the .grad of a tensor of shape {tuple(tensor.shape)}"
         if random.get_rng_state() != self.random:
             return "the random number generator's state"
-        if self.input_grads is not None and entry.backward is not None:
-            node = _node_of(outputs, entry)
-            got = entry.input_grads(list(node.slots), np.ones_like(node.slots[
-                entry.backward.output_slot])) if node is not None else None
-            if got is not None:
-                for index, (g, want) in enumerate(zip(got, self.input_grads, strict=True)):
-                    if (g is None) != (want is None) or (g is not None
-                                                         and not want.matches(g)):
-                        return f"the gradient of input {index}"
+        for node in _nodes_of(outputs):
+            backward = node.recorded
+            slots = list(node.shared.slots)
+            got = entry.input_grads(slots, np.ones_like(slots[backward.output_slot]), backward)
+            for index, (g, want) in enumerate(zip(got, self.input_grads[backward.output_slot],
+                                                  strict=True)):
+                if (g is None) != (want is None) or (g is not None and not want.matches(g)):
+                    return f"the gradient of input {index}"
         return None
 
 
-def _node_of(outputs, entry: Entry):
-    for t in _tensors(outputs):
-        if t.grad_fn is not None and hasattr(t.grad_fn, "slots"):
-            return t.grad_fn
-    return None
+def _nodes_of(outputs) -> list[CompiledFunction]:
+    """The nodes of a replay's outputs that need gradients."""
+    return [t.grad_fn for t in _tensors(outputs) if isinstance(t.grad_fn, CompiledFunction)]
 
 
 def _slots(template) -> list[int]:

@@ -50,15 +50,17 @@ MAX_CAPTURES = 3  # captures of one plan's graph before it stays a stream replay
 
 
 def use_cuda_graphs(entry, name: str) -> None:
-    """Give a GPU Entry's plans (forward, and backward where it has one) graphs."""
+    """Give a GPU Entry's plans (forward, and the backward of each output that needs
+    gradients) graphs."""
     if not entry.plan.on_gpu:
         return
     stable = frozenset(e.slot for e in entry.externals
                        if e.argument is None and e.attribute == "array")
     entry.plan.graph = GraphReplay(entry.plan, stable, name)
-    if entry.backward is not None:
-        entry.backward.plan.graph = GraphReplay(entry.backward.plan, stable,
-                                                f"{name}, its backward")
+    for index, backward in enumerate(entry.backwards):
+        backward.plan.graph = GraphReplay(backward.plan, stable,
+                                          f"{name}, its backward"
+                                          + (f" of output {index}" if index else ""))
 
 
 class GraphReplay:

@@ -4,16 +4,24 @@ An Entry is one captured plan with what it needs at each call: where its externa
 come from (the call's arguments, or the tensors it reached, read afresh every time) and
 the checks that say whether it fits the call (guards.py).
 
-A forward whose output needs gradients is replayed inside one node of the eager graph,
-`CompiledFunction`: its forward runs the recorded forward, its backward the recorded
-backward, so `loss.backward()` and any optimizer work on a compiled model as they do on
-the eager one. Its inputs are the tensors the forward read (arguments and parameters);
-it keeps the arrays its backward reads, and nothing else, until backward has run.
+A forward whose outputs need gradients is replayed inside nodes of the eager graph,
+`CompiledFunction`, one per such output: the first runs the recorded forward, and each
+node's backward runs the backward recorded for its output, so `loss.backward()` and any
+optimizer work on a compiled model as they do on the eager one. Their inputs are the
+tensors the forward read (arguments and parameters). They share the arrays their
+backwards read, and nothing else, until one of them runs backward without keeping the
+graph; that frees them all, as it frees the eager graph they stand for. (A model that
+returns its logits and its loss: `loss.backward()` runs the loss's recorded backward,
+which is eager's; gradients into both outputs reach the inputs through both nodes, so
+they are summed there rather than where the two paths meet: the same sum, rounded in
+another order.)
 """
 from __future__ import annotations
 
+import weakref
+
 from minigrad.autograd import is_grad_enabled
-from minigrad.autograd.engine import keeps_graph
+from minigrad.autograd.engine import keeps_graph, will_execute
 from minigrad.autograd.function import Function
 from minigrad.compile.codegen import as_array
 from minigrad.compile.guards import Checks
@@ -23,9 +31,9 @@ from minigrad.tensor import Tensor
 
 
 class Backward:
-    """The recorded backward of a forward: the slot of the output that needs gradients,
-    the slot its incoming gradient goes to, and the slot of each input's gradient (None
-    where it gets none), inputs in the order of Entry.externals."""
+    """The recorded backward of one output of a forward: the output's slot, the slot its
+    incoming gradient goes to, and the slot of each input's gradient (None where it gets
+    none), inputs in the order of Entry.externals."""
 
     def __init__(self, plan: Plan, output_slot: int, grad_slot: int, input_grads: list):
         self.plan = plan
@@ -36,19 +44,19 @@ class Backward:
 
 class Entry:
     def __init__(self, plan: Plan, externals: list[External], arguments: list[tuple],
-                 checks: Checks, backward: Backward | None = None):
+                 checks: Checks, backwards: tuple[Backward, ...] = ()):
         self.plan = plan
         self.externals = externals
         self.arguments = arguments  # (position among the call's tensors, object slot)
         self.checks = checks
-        self.backward = backward
+        self.backwards = backwards  # one per output that needs gradients
 
     def share_blocks(self, blocks) -> None:
         """Let the plans take their buffers' memory from `blocks` (buffers.py), those of
         the compiled function, which runs one plan at a time."""
         self.plan.blocks = blocks
-        if self.backward is not None:
-            self.backward.plan.blocks = blocks
+        for backward in self.backwards:
+            backward.plan.blocks = blocks
 
     def bind(self, tensors: list[Tensor], arrays: tuple | None = None) -> list:
         """A slot list with every external slot bound; from `arrays`, in the order of
@@ -68,53 +76,82 @@ class Entry:
         return slots
 
     def replay(self, tensors: list[Tensor]):
-        """The call's result, from the plan (through a CompiledFunction node when an
-        output needs gradients)."""
-        if self.backward is not None and is_grad_enabled():
+        """The call's result, from the plan (through CompiledFunction nodes when outputs
+        need gradients)."""
+        if self.backwards and is_grad_enabled():
             inputs = [tensors[e.argument] if e.argument is not None else e.tensor
                       for e in self.externals]
             if any(t._requires_grad for t in inputs):
-                holder: dict = {}
-                output = CompiledFunction.apply(*inputs, entry=self, tensors=tensors,
-                                                holder=holder)
-                return build_outputs(self.plan.output, holder["slots"],
-                                     {self.backward.output_slot: output})
+                shared = SharedSlots()
+                made = {b.output_slot: CompiledFunction.apply(*inputs, entry=self,
+                                                              tensors=tensors, shared=shared,
+                                                              recorded=b)
+                        for b in self.backwards}
+                return build_outputs(self.plan.output, shared.slots, made)
         slots = self.bind(tensors)
         self.plan.run(slots)
         return self.plan.build_output(slots)
 
-    def input_grads(self, slots: list, grad) -> list:
-        """The input gradients (arrays or None) for the output gradient `grad`."""
-        backward = self.backward
+    def input_grads(self, slots: list, grad, backward: Backward) -> list:
+        """The input gradients (arrays or None) for the gradient `grad` of the output
+        whose recorded backward is `backward`."""
         slots[backward.grad_slot] = grad
         backward.plan.run(slots)
         return [None if slot is None else as_array(slots[slot])
                 for slot in backward.input_grads]
 
 
-class CompiledFunction(Function):
-    """A compiled forward as one node (see the module docstring); it prints as
-    CompiledBackward0."""
+class SharedSlots:
+    """The slot list of one replayed forward, which the nodes of its outputs share (None
+    before the forward ran, and once they are freed), and those nodes."""
 
-    def forward(self, *arrays, entry: Entry, tensors: list, holder: dict):
-        slots = entry.bind(tensors, arrays)
-        entry.plan.run(slots)
-        self.entry, self.slots = entry, slots
-        holder["slots"] = slots
-        return slots[entry.backward.output_slot]
+    __slots__ = ("slots", "nodes")
+
+    def __init__(self):
+        self.slots = None
+        self.nodes: list[weakref.ref] = []
+
+    def read_later(self, node: CompiledFunction) -> bool:
+        """Whether another node of these outputs is still to run in this backward."""
+        return any(other is not None and other is not node and will_execute(other)
+                   for other in (ref() for ref in self.nodes))
+
+
+class CompiledFunction(Function):
+    """The node of one output of a compiled forward (see the module docstring); it
+    prints as CompiledBackward0."""
+
+    def forward(self, *arrays, entry: Entry, tensors: list, shared: SharedSlots,
+                recorded: Backward):
+        if shared.slots is None:  # the first output's node runs the forward for all
+            shared.slots = entry.bind(tensors, arrays)
+            entry.plan.run(shared.slots)
+        self.entry, self.shared, self.recorded = entry, shared, recorded
+        shared.nodes.append(weakref.ref(self))
+        return shared.slots[recorded.output_slot]
+
+    @property
+    def _released(self) -> bool:
+        shared = self.__dict__.get("shared")
+        return shared is not None and shared.slots is None
+
+    @_released.setter
+    def _released(self, released: bool) -> None:
+        if released:
+            self.shared.slots = None
 
     def backward(self, grad):
         if is_grad_enabled():
             raise RuntimeError("mg.compile: the backward of a compiled forward is not "
                                "differentiable again (create_graph=True); run the model "
                                "uncompiled for higher derivatives")
-        slots = self.slots
-        if keeps_graph():  # a later backward reads them again
-            slots = list(slots)
+        shared = self.shared
+        if keeps_graph() or shared.read_later(self):  # read again, by a later backward
+            slots = list(shared.slots)  # or by another output's node in this one
         else:  # the plan drops each array after its last use, as eager nodes go
-            self.slots, self._released = None, True
+            slots, shared.slots = shared.slots, None
         try:
-            grads = self.entry.input_grads(slots, grad.array)
+            grads = self.entry.input_grads(slots, grad.array, self.recorded)
         except GuardFailed as failed:
             raise RuntimeError(f"mg.compile: the recorded backward does not fit this call: "
                                f"{failed}; run the model uncompiled for it") from failed

@@ -1,5 +1,5 @@
 """Mutants of mg.compile: the fused kernels it writes for CPU and GPU plans, what a
-capture holds, and a plan's buffers."""
+capture holds, a plan's buffers, and the nodes of a forward's outputs."""
 from __future__ import annotations
 
 from tools.mutant_table.mutant import Mutant
@@ -8,6 +8,7 @@ GPU_FUSION = "tests/test_compile_gpu_fusion.py::"
 FUSION = "tests/test_compile_fusion.py::"
 CAPTURE_MEMORY = "tests/test_compile_capture_memory.py::"
 BUFFERS = "tests/test_compile_buffers.py::"
+OUTPUTS = "tests/test_compile_outputs.py::"
 
 COMPILE_MUTANTS = [
     Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
@@ -55,4 +56,20 @@ COMPILE_MUTANTS = [
            "live = [interval for interval in live if interval[2] >= index]",
            "live = list(live)",
            (BUFFERS + "test_arrays_that_never_live_together_share_the_block",)),
+    Mutant("second_output_traced_on_a_freed_graph", "minigrad/compile/capture.py",
+           "retain_graph=index < len(outputs) - 1)", "retain_graph=False)",
+           (OUTPUTS + "test_a_model_returning_logits_and_loss_trains_as_eager_bit_for_bit",)),
+    Mutant("first_output_node_frees_what_the_second_reads", "minigrad/compile/replay.py",
+           "if keeps_graph() or shared.read_later(self):", "if keeps_graph():",
+           (OUTPUTS + "test_gradients_into_both_outputs_are_summed_at_the_inputs",)),
+    Mutant("a_node_that_ran_still_to_run", "minigrad/autograd/engine.py",
+           "return task.dependencies[node] > 0 or node in task.ready", "return True",
+           (OUTPUTS + "test_gradients_into_both_outputs_are_summed_at_the_inputs",)),
+    Mutant("output_nodes_never_freed", "minigrad/compile/replay.py",
+           "if keeps_graph() or shared.read_later(self):", "if True:",
+           (OUTPUTS + "test_a_backward_frees_the_other_outputs_graph_as_eager_does",)),
+    Mutant("an_output_returned_twice_counted_twice", "minigrad/compile/capture.py",
+           "outputs = list({id(t): t for t in _tensors(result) if t.grad_fn is not None}.values())",
+           "outputs = [t for t in _tensors(result) if t.grad_fn is not None]",
+           (OUTPUTS + "test_one_tensor_returned_twice_is_one_output",)),
 ]
