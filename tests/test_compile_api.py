@@ -62,6 +62,28 @@ def test_the_function_runs_once_per_plan_and_the_replay_reads_this_calls_values(
     assert len(calls) == 1
 
 
+def test_a_step_that_returns_nothing_is_replayed():
+    runs = []
+    for compile_step in (False, True):
+        mg.manual_seed(0)
+        model = nn.Linear(3, 2)
+        optimizer = mg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x = mg.randn(4, 3)
+
+        def step(model=model, optimizer=optimizer, x=x):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            optimizer.step()
+
+        step = mg.compile(step) if compile_step else step
+        assert [step() for _ in range(3)] == [None] * 3
+        runs.append([p.numpy().copy() for p in model.parameters()])
+        if compile_step:  # the first step made the momentum buffers the later ones read
+            assert len(step.plans()) == 2
+    for eager, compiled in zip(*runs, strict=True):
+        assert_bits_equal(compiled, eager)
+
+
 def test_a_method_can_be_compiled_with_the_decorator():
     class Scaler:
         def __init__(self, factor):
@@ -90,6 +112,23 @@ def test_a_compiled_module_is_the_module():
     x = mg.randn(5, 3)
     with mg.no_grad():
         assert_bits_equal(compiled(x).array, model(x).array)
+
+
+def test_the_hooks_of_the_compiled_module_itself_run_around_every_replay():
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    inputs, outputs = [], []
+    model.register_forward_pre_hook(lambda module, args: inputs.append(args[0]))
+    model.register_forward_hook(lambda module, args, output: outputs.append(output) or -output)
+    compiled = mg.compile(model)
+    for call in range(3):
+        x = mg.randn(2, 3)
+        result = compiled(x)
+        assert len(inputs) == len(outputs) == call + 1 and inputs[-1] is x
+        want = F.relu(F.linear(x, model[0].weight, model[0].bias))
+        assert_bits_equal(outputs[-1].array, want.array)
+        assert_bits_equal(result.array, -want.array)  # what the hook returned
+    assert len(compiled._compiled_forward.plans()) == 1
 
 
 def _make_model():

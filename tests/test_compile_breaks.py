@@ -207,6 +207,32 @@ def test_a_tensor_with_hooks_runs_the_step_eagerly():
     assert_bits_equal(seen[0].array, x.array)
 
 
+@pytest.mark.parametrize("kind", ["forward", "forward_pre"])
+def test_a_module_with_forward_hooks_inside_the_step_runs_it_eagerly(kind):
+    mg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    seen = []
+    if kind == "forward":
+        model[1].register_forward_hook(lambda module, args, output: seen.append(output))
+    else:
+        model[1].register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    compiled = mg.compile(model)
+    for call in range(3):  # the hook sees every call's activation, not the capture's
+        x = mg.randn(2, 3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            compiled(x)
+        assert len(caught) == (call == 0)
+        if call == 0:
+            assert "a forward hook of ReLU" in str(caught[0].message)
+        hidden = F.linear(x, model[0].weight, model[0].bias)
+        want = F.relu(hidden) if kind == "forward" else hidden
+        assert len(seen) == call + 1
+        assert_bits_equal(seen[-1].array, want.array)
+    with pytest.raises(Unsupported, match="a forward hook of ReLU"):
+        mg.compile(model, fullgraph=True)(mg.randn(2, 3))
+
+
 def test_post_accumulate_hooks_run_after_a_compiled_forward_not_inside_a_step():
     weight = mg.randn(3, requires_grad=True)
     seen = []

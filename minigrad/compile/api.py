@@ -64,8 +64,10 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
                                  disable=disable)
     if disable:
         return model
-    if isinstance(model, Module):
-        return OptimizedModule(model, CompiledFunction(model, fullgraph, mode))
+    if isinstance(model, Module):  # its forward: its own hooks run around the replay
+        forward = CompiledFunction(model.forward, fullgraph, mode)
+        forward.__name__ = type(model).__name__
+        return OptimizedModule(model, forward)
     if not callable(model):
         raise TypeError(f"compile: expected a function or a Module, got "
                         f"{type(model).__name__}")
@@ -200,6 +202,9 @@ class OptimizedModule(Module):
         object.__setattr__(self, "_compiled_forward", forward)
 
     def forward(self, *args, **kwargs):
+        module = self._modules["_orig_mod"]
+        if module._forward_hooks or module._forward_pre_hooks:  # Python: eager, each call
+            return module._call_with_hooks(args, kwargs, self._compiled_forward)
         return self._compiled_forward(*args, **kwargs)
 
     def __getattr__(self, name: str):

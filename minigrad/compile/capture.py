@@ -43,6 +43,7 @@ from minigrad.tensor import Tensor
 
 # one capture at a time: the wrappers are process-wide (another thread runs eagerly)
 _CAPTURING = threading.Lock()
+_UNFINISHED = object()  # the output of a capture whose step raised or broke
 
 
 class Broken:
@@ -66,7 +67,8 @@ def capture(fn, args: tuple, kwargs: dict, tensors: list[Tensor]):
 
 def _capture(fn, args, kwargs, tensors):
     recorder, patches = Recorder(), Patches()
-    reason = backward = output = expected = None
+    reason = backward = expected = None
+    output = _UNFINISHED  # a step may return None
     try:
         recorder.add_arguments(tensors)
         patches.install()
@@ -85,7 +87,7 @@ def _capture(fn, args, kwargs, tensors):
         patches.remove()
         for owner, array in reversed(recorder.swapped):
             owner.array = array
-        if reason is None and output is not None:
+        if reason is None and output is not _UNFINISHED:
             expected = Expected(recorder, output, backward)
         versions = recorder.rollback.version_changes()
         changed = recorder.rollback.changed_modules()

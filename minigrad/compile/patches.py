@@ -17,7 +17,9 @@ it; this is how minigrad/profiler.py times ops too).
   the capture stops there;
 - `Tensor.grad` and `Tensor.array`, properties while capturing: reading and setting
   gradients is recorded, and a tensor whose array is read is bound;
-- `Module.__call__`: a module's parameters and buffers are bound when it is called;
+- `Module.__call__`: a module's parameters and buffers are bound when it is called; a
+  module with forward hooks stops the capture (a hook is Python, run only while the step
+  is captured, so a replay would skip it);
 - the engine's run_backward: whether the step runs a backward itself;
 - Optimizer.step, LRScheduler.step and clip_grad_norm_: replayed as Python (Opaque).
 
@@ -304,6 +306,9 @@ def _binding_call(call):
     def binding_call(self, *args, **kwargs):
         recorder = _recording()
         if recorder is not None:
+            if self._forward_hooks or self._forward_pre_hooks:
+                recorder.refuse(f"a forward hook of {type(self).__name__} (its Python runs "
+                                "only while the step is captured)")
             recorder.bind_module(self)
         return call(self, *args, **kwargs)
 

@@ -72,4 +72,16 @@ COMPILE_MUTANTS = [
            "outputs = list({id(t): t for t in _tensors(result) if t.grad_fn is not None}.values())",
            "outputs = [t for t in _tensors(result) if t.grad_fn is not None]",
            (OUTPUTS + "test_one_tensor_returned_twice_is_one_output",)),
+    Mutant("module_hooks_replayed_silently", "minigrad/compile/patches.py",
+           "if self._forward_hooks or self._forward_pre_hooks:", "if False:",
+           ("tests/test_compile_breaks.py::"
+            "test_a_module_with_forward_hooks_inside_the_step_runs_it_eagerly",)),
+    Mutant("compiled_modules_own_hooks_skipped", "minigrad/compile/api.py",
+           "if module._forward_hooks or module._forward_pre_hooks:", "if False:",
+           ("tests/test_compile_api.py::"
+            "test_the_hooks_of_the_compiled_module_itself_run_around_every_replay",)),
+    Mutant("a_step_returning_nothing_counted_as_broken", "minigrad/compile/capture.py",
+           "if reason is None and output is not _UNFINISHED:",
+           "if reason is None and output is not None:",
+           ("tests/test_compile_api.py::test_a_step_that_returns_nothing_is_replayed",)),
 ]

@@ -77,14 +77,15 @@ class ForwardHooks:
         if prepend:
             hooks.move_to_end(hook_id, last=False)
 
-    def _call_with_hooks(self, args: tuple, kwargs: dict):
-        """self.forward(*args, **kwargs) between its pre-hooks and hooks. Hooks
-        registered with always_call=True also run when forward (or a hook) raises."""
+    def _call_with_hooks(self, args: tuple, kwargs: dict, forward: Callable | None = None):
+        """self.forward(*args, **kwargs) between its pre-hooks and hooks (`forward` in
+        its place when given: a compiled forward). Hooks registered with
+        always_call=True also run when forward (or a hook) raises."""
         args, kwargs = self._run_pre_hooks(args, kwargs)
         output = None
         called = set()
         try:
-            output = self.forward(*args, **kwargs)
+            output = (forward or self.forward)(*args, **kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
                 called.add(hook_id)
                 output = self._run_hook(hook_id, hook, args, kwargs, output)
