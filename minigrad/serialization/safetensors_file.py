@@ -5,11 +5,13 @@
                "data_offsets": [begin, end]}, ..., "__metadata__": {str: str}}
     the rest   the tensors' bytes, little-endian, C order; offsets count from here
 
-Reading validates every field before it allocates anything: the header length against
-the file's size, the JSON (its nesting depth too), each entry's dtype, shape and offsets,
-and that the tensors tile the data exactly, with no hole, overlap or trailing bytes (as
-the format requires, so a file cannot hide a second payload). Each tensor is then read
-into its own array; nothing is executed and no memory beyond the file's size is taken.
+Reading starts at a seekable file object's position and validates every field before it
+allocates anything: the header length against the bytes the file holds from there, the
+JSON (its nesting depth too), each entry's dtype, shape and offsets, and that the tensors
+tile the data exactly, with no hole or overlap. A file on disk may hold nothing after
+them (as the format requires, so a file cannot hide a second payload); in a stream, what
+follows is left for the next read. Each tensor is then read into its own array; nothing
+is executed and no memory beyond the bytes the file holds is taken.
 Writing puts the tensors in order of decreasing item size after a header padded to a
 multiple of 8 bytes, so every tensor starts aligned, as the safetensors library does.
 """
@@ -80,25 +82,31 @@ def write(file: BinaryIO, arrays: dict[str, np.ndarray], metadata: dict[str, str
         file.write(array.reshape(-1).view(np.uint8).data)
 
 
-def read(path: str) -> tuple[dict[str, str], dict[str, np.ndarray]]:
-    """(metadata, {name: array}) of a safetensors file, arrays in native byte order
-    (BF16 widened exactly to float32). Raises ValueError naming `path` and what is wrong
-    for anything that is not a well-formed safetensors file, OSError if it cannot be read."""
-    with open(path, "rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        header_length = _header_length(file.read(8), size, path)
-        raw_header = file.read(header_length)
-        if len(raw_header) != header_length:
-            raise ValueError(f"{path}: truncated while reading (the file shrank)")
-        header = _parse_header(raw_header, path)
-        metadata = _metadata(header.pop(METADATA_KEY, {}), path)
-        entries = _entries(header, size - 8 - header_length, path)
-        arrays = {name: _read_array(file, 8 + header_length, name, entry, path)
-                  for name, entry in entries}
+def read(file: BinaryIO, name: str, *,
+         whole_file: bool) -> tuple[dict[str, str], dict[str, np.ndarray]]:
+    """(metadata, {tensor name: array}) of the safetensors file at `file`'s position, a
+    seekable file object that `name` names in errors; arrays in native byte order (BF16
+    widened exactly to float32). Reads exactly its bytes, leaving `file` just after them:
+    with whole_file anything there is refused (a file on disk holds one checkpoint),
+    without it is left for the next read (a stream may hold several). Raises ValueError
+    naming `name` and what is wrong for anything that is not a well-formed safetensors
+    file, OSError if it cannot be read."""
+    start = file.tell()
+    size = file.seek(0, os.SEEK_END) - start
+    file.seek(start)
+    header_length = _header_length(_read_exactly(file, 8), size, name)
+    raw_header = _read_exactly(file, header_length)
+    if len(raw_header) != header_length:
+        raise ValueError(f"{name}: truncated while reading (the file shrank)")
+    header = _parse_header(raw_header, name)
+    metadata = _metadata(header.pop(METADATA_KEY, {}), name)
+    entries = _entries(header, size - 8 - header_length, whole_file, name)
+    # the tensors tile the data in this order, so each one's bytes follow the last one's
+    arrays = {key: _read_array(file, key, entry, name) for key, entry in entries}
     return metadata, arrays
 
 
-def _header_length(prefix: bytes, size: int, path: str) -> int:
+def _header_length(prefix: bytearray, size: int, path: str) -> int:
     if len(prefix) < 8:
         raise ValueError(f"{path}: truncated or empty ({size} bytes): a safetensors file "
                          "starts with an 8-byte header length")
@@ -112,7 +120,7 @@ def _header_length(prefix: bytes, size: int, path: str) -> int:
     return length
 
 
-def _parse_header(raw: bytes, path: str) -> dict:
+def _parse_header(raw: bytearray, path: str) -> dict:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -132,8 +140,10 @@ def _metadata(metadata, path: str) -> dict[str, str]:
     return metadata
 
 
-def _entries(header: dict, data_size: int, path: str) -> list[tuple[str, dict]]:
-    """The header's tensors in file order, each checked, and checked to tile the data."""
+def _entries(header: dict, data_size: int, whole_file: bool,
+             path: str) -> list[tuple[str, dict]]:
+    """The header's tensors in file order, each checked, and checked to tile the data from
+    its start: all of the `data_size` bytes there with whole_file, else a prefix of them."""
     entries = [(name, _checked_entry(name, entry, path)) for name, entry in header.items()]
     entries.sort(key=lambda item: item[1]["data_offsets"])
     position = 0
@@ -144,7 +154,7 @@ def _entries(header: dict, data_size: int, path: str) -> list[tuple[str, dict]]:
             raise ValueError(f"{path}: tensor {name!r} starts at data byte {begin} and "
                              f"{problem} (which ends at {position})")
         position = end
-    if position != data_size:
+    if position > data_size or (whole_file and position < data_size):
         state = "truncated" if position > data_size else "corrupt"
         raise ValueError(f"{path}: {state}: the tensors take {position} bytes of data, the "
                          f"file holds {data_size}")
@@ -179,21 +189,45 @@ def _checked_entry(name: str, entry, path: str) -> dict:
     return entry
 
 
-def _read_array(file: BinaryIO, data_start: int, name: str, entry: dict,
-                path: str) -> np.ndarray:
+def _read_array(file: BinaryIO, name: str, entry: dict, path: str) -> np.ndarray:
     dtype = _NUMPY_OF[entry["dtype"]]
     begin, end = entry["data_offsets"]
     array = np.empty(entry["shape"], dtype=dtype)
-    if end > begin:
-        file.seek(data_start + begin)
-        if file.readinto(array.reshape(-1).view(np.uint8).data) != end - begin:
-            raise ValueError(f"{path}: truncated while reading tensor {name!r}")
+    if _fill(file, array.reshape(-1).view(np.uint8).data) != end - begin:
+        raise ValueError(f"{path}: truncated while reading tensor {name!r}")
     if entry["dtype"] == "BF16":
         # bfloat16 is the top half of a float32: widening it is exact
         return (array.astype(np.uint32) << 16).view(np.float32)
     if entry["dtype"] == "BOOL" and array.view(np.uint8).max(initial=0) > 1:
         raise ValueError(f"{path}: tensor {name!r} is BOOL but holds bytes other than 0 and 1")
     return array.astype(dtype.newbyteorder("="), copy=False)
+
+
+def _read_exactly(file: BinaryIO, count: int) -> bytearray:
+    """The next `count` bytes of `file`, fewer only where it ends."""
+    data = bytearray(count)
+    with memoryview(data) as view:
+        filled = _fill(file, view)
+    del data[filled:]
+    return data
+
+
+def _fill(file: BinaryIO, buffer: memoryview) -> int:
+    """Read into `buffer` until it is full or `file` ends; return the bytes read. Loops, as
+    an unbuffered file may return fewer bytes than asked for before its end; uses read()
+    where a file object has no readinto()."""
+    filled = 0
+    while filled < len(buffer):
+        if hasattr(file, "readinto"):
+            count = file.readinto(buffer[filled:]) or 0
+        else:
+            chunk = file.read(len(buffer) - filled)
+            buffer[filled:filled + len(chunk)] = chunk
+            count = len(chunk)
+        if count == 0:
+            return filled
+        filled += count
+    return filled
 
 
 def _is_count(value) -> bool:

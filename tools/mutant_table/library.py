@@ -92,6 +92,17 @@ LIBRARY_MUTANTS = [
            "if begin != position:", "if begin > position:",
            ("tests/test_serialization_format.py::test_hostile_headers_raise_value_error_naming_"
             "file_and_problem",)),
+    Mutant("safetensors_file_hides_bytes_after_its_tensors",
+           "minigrad/serialization/safetensors_file.py",
+           "if position > data_size or (whole_file and position < data_size):",
+           "if position > data_size:",
+           ("tests/test_serialization_format.py::test_hostile_headers_raise_value_error_naming_"
+            "file_and_problem",)),
+    Mutant("stream_read_to_its_end", "minigrad/serialization/__init__.py",
+           "metadata, arrays = _read(f, name, whole_file=False)",
+           "metadata, arrays = _read(f, name, whole_file=True)",
+           ("tests/test_serialization_streams.py::test_checkpoints_back_to_back_load_one_after_"
+            "another",)),
     Mutant("atomic_save_writes_into_the_target", "minigrad/serialization/atomic.py",
            "fd = _open_unnamed(directory)",
            "fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)",
