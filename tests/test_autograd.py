@@ -191,6 +191,15 @@ def test_autograd_grad_of_non_leaf_input():
     assert h.grad is None
 
 
+def test_autograd_grad_leaves_the_graph_beyond_its_inputs_for_a_later_backward():
+    x = vector([1.0, 2.0])
+    h = x.exp()
+    (gh,) = mg.autograd.grad((h * h).sum(), [h])  # frees the graph up to h, not before it
+    np.testing.assert_allclose(gh.numpy(), 2 * np.exp([1.0, 2.0]), rtol=1e-6)
+    (h * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 3 * np.exp([1.0, 2.0]), rtol=1e-6)
+
+
 def test_autograd_grad_allow_unused():
     x, unused = vector([1.0]), vector([2.0])
     y = (x * 2).sum()

@@ -3,6 +3,7 @@ compiled module that is still the module, its forward as one node of the eager g
 and MINIGRAD_DEBUG=compile."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -323,6 +324,82 @@ def test_a_compiled_forwards_backward_frees_the_forwards_arrays_as_it_goes():
     # as the eager nodes release theirs one by one: the activations are gone before the
     # last gradients are made (kept to the end, they added 12 MiB here)
     assert _forward_and_backward_peak(True) <= 1.05 * _forward_and_backward_peak(False)
+
+
+def test_namedtuples_and_dataclasses_come_back_with_each_calls_values():
+    @dataclasses.dataclass
+    class Output:
+        logits: mg.Tensor
+        best: tuple
+
+    model = nn.Linear(3, 4)
+    compiled = mg.compile(lambda x: Output(model(x), model(x).max(dim=1)))
+    for call in range(3):
+        x = mg.full((2, 3), float(call))
+        got = compiled(x)
+        want = Output(model(x), model(x).max(dim=1))
+        assert type(got) is Output and type(got.best) is type(want.best)
+        assert_bits_equal(got.logits.array, want.logits.array)
+        assert_bits_equal(got.best.values.array, want.best.values.array)
+        assert_bits_equal(got.best.indices.array, want.best.indices.array)
+    assert len(compiled.plans()) == 1
+
+
+def test_draws_from_a_generator_are_replayed():
+    generator = mg.Generator().manual_seed(3)
+    compiled = mg.compile(lambda x: x + mg.randn(x.shape, generator=generator))
+    reference = mg.Generator().manual_seed(3)
+    for _ in range(3):
+        x = mg.ones(4)
+        assert_bits_equal(compiled(x).array, (x + mg.randn(x.shape, generator=reference)).array)
+    assert len(compiled.plans()) == 1
+
+
+def test_a_compiled_module_between_eager_layers_backpropagates_through_all():
+    runs = []
+    for compile_body in (False, True):
+        mg.manual_seed(0)
+        stem, body = nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        body[0].weight = stem.weight  # shared: its gradient comes from both
+        forward = mg.compile(body) if compile_body else body
+        grads = []
+        for call in range(3):
+            stem.zero_grad()
+            body.zero_grad()
+            forward(stem(mg.full((2, 4), 0.1 * (call + 1)))).sum().backward()
+            grads += [p.grad.numpy().copy() for p in stem.parameters()]
+        runs.append(grads)
+    for eager, compiled in zip(*runs, strict=True):
+        np.testing.assert_allclose(compiled, eager, rtol=1e-6, atol=1e-7)
+
+
+def test_a_compiled_cell_unrolled_over_time_backpropagates_through_time():
+    runs = []
+    for compile_cell in (False, True):
+        mg.manual_seed(0)
+        cell = nn.GRUCell(3, 4)
+        forward = mg.compile(cell) if compile_cell else cell
+        h, loss = mg.zeros(2, 4), 0
+        for t in range(4):  # each call's state is the last call's output
+            h = forward(mg.full((2, 3), 0.1 * t), h)
+            loss = loss + h.sum()
+        loss.backward()
+        runs.append([p.grad.numpy() for p in cell.parameters()])
+    for eager, compiled in zip(*runs, strict=True):
+        assert_bits_equal(compiled, eager)
+
+
+def test_an_input_changed_in_place_before_the_compiled_backward_raises_as_eagerly():
+    for compile_model in (False, True):
+        model = nn.Linear(3, 3)
+        forward = mg.compile(model) if compile_model else model
+        for _ in range(2):
+            x = mg.randn(2, 3, requires_grad=True)
+            out = forward(x * 1.0)
+            with mg.no_grad():
+                model.weight.mul_(2.0)  # an optimizer step between forward and backward
+            with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+                out.sum().backward()
 
 
 def test_a_compiled_forward_backpropagates_twice_with_retain_graph():

@@ -69,9 +69,23 @@ def test_a_value_read_into_python_runs_the_step_eagerly_with_one_warning(step, o
 
 def test_fullgraph_raises_where_the_step_would_run_eagerly():
     compiled = mg.compile(_bool, fullgraph=True)
-    with pytest.raises(Unsupported, match=r"_bool cannot be captured whole: "
-                                          r"Tensor.__bool__\(\).*test_compile_breaks.py"):
-        compiled(mg.tensor([1.0, 2.0]))
+    for _ in range(2):  # every call, not only the one that tried to capture it
+        with pytest.raises(Unsupported, match=r"_bool cannot be captured whole: "
+                                              r"Tensor.__bool__\(\).*test_compile_breaks.py"):
+            compiled(mg.tensor([1.0, 2.0]))
+
+
+def test_a_result_object_holding_tensors_runs_eagerly():
+    class Result:
+        def __init__(self, value):
+            self.value = value
+
+    compiled = mg.compile(lambda x: Result(x * 2))
+    with pytest.warns(RuntimeWarning, match="it returns a Result holding tensors"):
+        first = compiled(mg.ones(2))
+    second = compiled(mg.full((2,), 3.0))
+    assert_bits_equal(first.value.array, np.float32([2, 2]))
+    assert_bits_equal(second.value.array, np.float32([6, 6]))
 
 
 def test_control_flow_on_array_values_is_checked_at_every_replay():

@@ -1,11 +1,15 @@
 """Guards: a plan replays only the combination it was captured for (the arguments'
-shapes, dtypes, strides and requires_grad; grad and kernel modes; the identity and shapes
-of the parameters it reached; which gradients were None; every called module's plain
-attributes, its training flag included). Another combination captures another plan, up
-to CACHE_SIZE_LIMIT; then the function runs eagerly, with one warning."""
+shapes, dtypes, strides and requires_grad, and which share memory; grad and kernel
+modes; the identity, shapes and requires_grad of the parameters it reached; which
+gradients were None; every called module's attributes and submodules, its training flag
+included; the tensors in an argument object's attributes). Another combination captures
+another plan, up to CACHE_SIZE_LIMIT; then the function runs eagerly, with one warning."""
 from __future__ import annotations
 
+import dataclasses
+import types
 import warnings
+from collections import namedtuple
 
 import numpy as np
 import pytest
@@ -123,6 +127,106 @@ def test_arguments_that_share_memory_have_their_own_plan():
     assert_bits_equal(compiled(z, z).array, np.float32([4, 4, 4]))  # z doubled, then squared
     assert_bits_equal(z.array, np.float32([2, 2, 2]))
     assert _plans(compiled) == 2
+
+
+def test_two_views_of_one_array_are_not_one_tensor_passed_twice():
+    compiled = mg.compile(lambda a, b: a * 10 + b)
+    t = mg.arange(3.0)
+    assert_bits_equal(compiled(t, t).array, np.array([0.0, 11.0, 22.0], np.float32))
+    base = mg.arange(6.0)
+    assert_bits_equal(compiled(base[:3], base[3:]).array,
+                      np.array([3.0, 14.0, 25.0], np.float32))
+    assert _plans(compiled) == 2
+
+
+def test_freezing_a_parameter_after_the_capture_makes_a_new_plan():
+    runs = []
+    for compile_step in (False, True):
+        mg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 1))
+        optimizer = mg.optim.SGD(model.parameters(), lr=0.1)
+        x = mg.randn(4, 3)
+
+        def step(model=model, optimizer=optimizer, x=x):
+            optimizer.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        step = mg.compile(step) if compile_step else step
+        losses = []
+        for call in range(6):
+            model[0].weight.requires_grad_(call not in (2, 3))  # frozen, then trained again
+            losses.append(step().item())
+            assert (model[0].weight.grad is None) == (call in (2, 3))  # zero_grad set it to None
+        runs.append([np.array(losses), *(p.numpy().copy() for p in model.parameters())])
+    for eager, compiled in zip(*runs, strict=True):
+        assert_bits_equal(compiled, eager)
+
+
+def test_a_replaced_submodule_function_or_tensor_attribute_makes_a_new_plan():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = nn.Linear(3, 2)
+            self.activation = F.relu
+            self.temperature = mg.tensor(2.0)  # neither parameter nor buffer
+
+        def forward(self, x):
+            return self.activation(self.head(x)) / self.temperature
+
+    mg.manual_seed(0)
+    model = Net()
+    compiled = mg.compile(model)
+    x = mg.randn(4, 3)
+    changes = [lambda: None, lambda: setattr(model, "head", nn.Linear(3, 2)),
+               lambda: setattr(model, "activation", F.gelu),
+               lambda: setattr(model, "temperature", mg.tensor(0.5))]
+    for change in changes:
+        change()
+        with mg.no_grad():
+            assert_bits_equal(compiled(x).array, model(x).array)
+    assert _plans(compiled) == 4
+
+
+def test_a_forward_hook_added_inside_the_model_after_the_capture_is_not_skipped():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    compiled = mg.compile(model)
+    compiled(mg.randn(2, 3))
+    seen = []
+    model[1].register_forward_hook(lambda module, args, output: seen.append(output))
+    with pytest.warns(RuntimeWarning, match="a forward hook of ReLU"):
+        compiled(mg.randn(2, 3))
+    assert len(seen) == 1
+
+
+def test_tensors_in_namedtuples_and_dataclasses_are_arguments():
+    Pair = namedtuple("Pair", "x y")
+
+    @dataclasses.dataclass
+    class Batch:
+        x: mg.Tensor
+        scale: float = 2.0
+
+    compiled = mg.compile(lambda pair, batch: pair.x * pair.y + batch.x * batch.scale)
+    batch = Batch(mg.ones(3))  # the same object each call, its tensor rebound
+    for call in range(4):
+        pair = Pair(mg.full((3,), float(call)), mg.full((3,), 2.0))
+        batch.x = mg.full((3,), float(10 * call))
+        assert_bits_equal(compiled(pair, batch).array, np.full(3, 22.0 * call, np.float32))
+    assert _plans(compiled) == 1
+
+
+def test_a_tensor_rebound_in_an_argument_objects_attribute_makes_a_new_plan():
+    holder = types.SimpleNamespace(x=mg.ones(3))
+    compiled = mg.compile(lambda holder, y: holder.x * y)
+    y = mg.full((3,), 2.0)
+    for call in range(3):
+        holder.x = mg.full((3,), float(call))  # read by identity: a plan per tensor
+        assert_bits_equal(compiled(holder, y).array, np.full(3, 2.0 * call, np.float32))
+        assert_bits_equal(compiled(holder, y).array, np.full(3, 2.0 * call, np.float32))
+    assert _plans(compiled) == 3
 
 
 def test_past_the_cache_size_limit_new_shapes_run_eagerly_with_one_warning():

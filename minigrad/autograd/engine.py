@@ -107,8 +107,8 @@ def run_backward(roots, root_grads, retain_graph: bool = False, create_graph: bo
                 dependencies[next_node] -= 1
                 if dependencies[next_node] == 0:
                     ready.append(next_node)
-            if not retain_graph:
-                node.release()
+            if not retain_graph and (needed is None or node in needed):
+                node.release()  # (grad() leaves the graph beyond its inputs as it was)
     finally:
         MODES.grad_enabled = previous_mode
         _set_task_state(*previous_task)  # a backward run inside a hook ends: the outer one's

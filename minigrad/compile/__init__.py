@@ -15,7 +15,8 @@
     guards.py    when a plan fits a call
     capture.py   one capture, from the eager run to an Entry
     snapshot.py  what the eager run left in an array, kept to check the first replay
-    replay.py    replaying an Entry; a compiled forward's node in the eager graph
+    replay.py    replaying an Entry; a compiled forward's nodes in the eager graph
+    results.py   namedtuples and dataclasses in what a step returns
     cuda_graph.py  a GPU plan captured into a CUDA graph, launched as one call
     api.py       mg.compile, CompiledFunction, OptimizedModule
 """

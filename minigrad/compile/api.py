@@ -29,6 +29,7 @@ from minigrad.compile.capture import Broken, capture
 from minigrad.compile.cuda_graph import GRAPH_MODES, use_cuda_graphs
 from minigrad.compile.guards import argument_objects, call_facts
 from minigrad.compile.plan import prints_plans
+from minigrad.compile.results import rebuilt
 from minigrad.compile.steps import GuardFailed
 from minigrad.compile.traced import ACTIVE
 from minigrad.nn.modules.module import Module
@@ -85,7 +86,7 @@ class CompiledFunction:
         self._cuda_graphs = mode in GRAPH_MODES
         self._plans: dict[tuple, list] = {}
         self._plan_count = 0
-        self._eager: set = set()  # call keys whose step cannot be captured
+        self._eager: dict = {}  # call key whose step cannot be captured -> why
         self._warned: set[str] = set()
         self._blocks = Blocks()  # memory for its plans' buffers (buffers.py)
 
@@ -104,8 +105,8 @@ class CompiledFunction:
         if True in AUTOCAST.enabled.values():  # this thread's regions, on any device
             return self._eager_call("an autocast region (not captured)", args, kwargs)
         tensors, key = call_facts(args, kwargs)
-        if key in self._eager:
-            return self._fn(*args, **kwargs)
+        if key in self._eager:  # warned about at its first call
+            return self._eager_call(self._eager[key], args, kwargs)
         entries = self._plans.get(key, ())
         for index, entry in enumerate(entries):
             if entry.checks.hold(tensors):
@@ -122,7 +123,7 @@ class CompiledFunction:
         states = [(s, s.get_state() if s is not None else random.get_rng_state())
                   for s in sources] if sources else ()
         try:
-            return entry.replay(tensors)
+            return rebuilt(entry.replay(tensors), entry.result_shape)
         except GuardFailed:
             # a value read during the capture differs: the eager step decides (it raises
             # where the value is an error, as for an index out of range), drawing the
@@ -141,13 +142,15 @@ class CompiledFunction:
             # the step failed (its changes undone): eagerly it fails the same way, with
             # eager's state and traceback; if it does not, the capture is at fault
             result = self._fn(*args, **kwargs)
-            self._eager.add(key)
-            self._warn(f"the capture failed ({failure!r})")
+            self._eager[key] = f"the capture failed ({failure!r})"
+            if self._fullgraph:
+                raise self._unsupported(self._eager[key]) from failure
+            self._warn(self._eager[key])
             return result
         if captured is None:  # another thread is capturing
             return self._fn(*args, **kwargs)
         if isinstance(captured, Broken):
-            self._eager.add(key)
+            self._eager[key] = captured.reason
             return self._eager_call(captured.reason, args, kwargs)
         entry, expected = captured
         entry.pinned = argument_objects(args, kwargs)
@@ -170,20 +173,22 @@ class CompiledFunction:
         except Exception as failure:  # noqa: BLE001  (eager ran; the plan cannot)
             difference = f"an error ({failure!r})"
         if difference is None:
-            return outputs
+            return rebuilt(outputs, entry.result_shape)
         # the plan misses something the eager run did: never hand out its numbers
         self._plans[key].remove(entry)
-        self._eager.add(key)
+        self._eager[key] = f"its replay differs from the eager run in {difference}"
         expected.rollback.restore()  # undo the replay too: the eager step starts afresh
-        return self._eager_call(f"its replay differs from the eager run in {difference}",
-                                args, kwargs)
+        return self._eager_call(self._eager[key], args, kwargs)
 
     def _eager_call(self, reason: str, args, kwargs):
         if self._fullgraph:
-            raise Unsupported(f"mg.compile(fullgraph=True): {self.__name__} cannot be "
-                              f"captured whole: {reason}")
+            raise self._unsupported(reason)
         self._warn(reason)
         return self._fn(*args, **kwargs)
+
+    def _unsupported(self, reason: str) -> Unsupported:
+        return Unsupported(f"mg.compile(fullgraph=True): {self.__name__} cannot be "
+                           f"captured whole: {reason}")
 
     def _warn(self, reason: str) -> None:
         if reason not in self._warned:

@@ -20,11 +20,12 @@ import numpy as np
 
 from minigrad import random
 from minigrad.autograd import engine, is_grad_enabled
-from minigrad.compile.guards import Checks
+from minigrad.compile.guards import Checks, argument_objects
 from minigrad.compile.patches import Patches
 from minigrad.compile.plan import Plan
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.replay import Backward, CompiledFunction, Entry
+from minigrad.compile.results import Unreplayable, plain_result
 from minigrad.compile.schedule import guards_into_forward
 from minigrad.compile.snapshot import Snapshot
 from minigrad.compile.steps import (
@@ -67,16 +68,24 @@ def capture(fn, args: tuple, kwargs: dict, tensors: list[Tensor]):
 
 def _capture(fn, args, kwargs, tensors):
     recorder, patches = Recorder(), Patches()
-    reason = backward = expected = None
+    reason = backward = expected = result_shape = None
     output = _UNFINISHED  # a step may return None
     try:
         recorder.add_arguments(tensors)
         patches.install()
         ACTIVE.recorder = recorder
+        recorder.argument_objects = argument_objects(args, kwargs)
         owner = getattr(fn, "__self__", None)
         if isinstance(owner, Module):  # a module's forward, compiled in its place
+            recorder.compiled_module = owner
             recorder.bind_module(owner)
-        result = fn(*args, **kwargs)
+        try:
+            result, result_shape = plain_result(fn(*args, **kwargs))
+        except Unreplayable as refused:
+            recorder.refuse(f"it returns {refused}")
+        if recorder.backward_calls and recorder.cut_graphs:
+            recorder.refuse("a backward through a graph made before the step (of a tensor "
+                            "it reads)")
         if recorder.backward_calls == 0 and is_grad_enabled():
             backward = _trace_backward(recorder, result)
         output = recorder.template(result)
@@ -85,6 +94,7 @@ def _capture(fn, args, kwargs, tensors):
     finally:
         ACTIVE.recorder = None
         patches.remove()
+        recorder.restore_graphs()
         for owner, array in reversed(recorder.swapped):
             owner.array = array
         if reason is None and output is not _UNFINISHED:
@@ -102,6 +112,7 @@ def _capture(fn, args, kwargs, tensors):
     except GraphBreak as stop:
         return Broken(stop.reason)
     entry.plan.version_changes = versions
+    entry.result_shape = result_shape
     return entry, expected
 
 
@@ -131,8 +142,10 @@ def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:
         plan = Plan(steps, [], recorder.slot_count, recorder.slot_roots, grads_template,
                     arrays=arrays, first_group=groups + 1)
         groups += len(plan.fused_groups())
+        reads = {s for step in steps for s in _reads_of(step)}
         backwards.append(Backward(plan, trace["output_slot"], trace["grad_slot"],
-                                  trace["input_grads"]))
+                                  trace["input_grads"],
+                                  [i for i, e in enumerate(recorder.externals) if e.slot in reads]))
     return Entry(forward, recorder.externals, arguments, checks, backwards)
 
 

@@ -8,32 +8,43 @@ A plan replays one combination of what the eager run depended on:
   captures) another plan.
 - `Checks`, made after a capture: the tensors the step reached besides its arguments
   (parameters, buffers, gradients: the same objects, with arrays of the same type (so
-  on the same device), shape, dtype and strides, still registered under their names
-  in the modules it called),
-  whether each gradient it read was None, and the plain attributes of every module it
-  called (its training flag, a dropout probability, ...).
+  on the same device), shape, dtype and strides, requiring grad or not as they did,
+  still registered under their names in the modules it called),
+  whether each gradient it read was None, the attributes of every module it called (its
+  training flag, a dropout probability by value; an activation function, a tensor that
+  is neither parameter nor buffer, each submodule by identity), that those modules have
+  no forward hooks (a hook is not replayed; the compiled module's own run around the
+  replay), and the tensors held in attributes of objects passed as arguments.
+
+Arguments are walked into tuples, lists, dicts, namedtuples and dataclasses: a tensor in
+any of them is an argument, read from that call.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from minigrad.autograd.grad_mode import MODES
 from minigrad.compile.recorder import Recorder
+from minigrad.compile.rollback import is_plain
 from minigrad.compile.traced import plain
 from minigrad.kernels import get_mode
+from minigrad.nn.modules.module import Module
 from minigrad.tensor import Tensor
 
 _VALUES = (bool, int, float, str, bytes, type(None), complex)
 
 
 def call_facts(args: tuple, kwargs: dict) -> tuple[list[Tensor], tuple]:
-    """The tensors among the arguments, in a fixed order (nested lists, tuples, dicts),
+    """The tensors among the arguments, in a fixed order (nested containers, `_items`),
     and the call key a plan is looked up by (see the module docstring), in one pass."""
     modes = (MODES.grad_enabled, MODES.anomaly, get_mode())
     if not args and not kwargs:
         return [], modes
     tensors: list[Tensor] = []
-    roots: dict[int, int] = {}  # id of the memory a tensor views -> its first tensor
+    # ("memory", id of the memory a tensor views) or ("tensor", id of the tensor) -> a number
+    roots: dict[tuple, int] = {}
     sharing: list[int] = []
     signature = _signature(args, tensors, roots, sharing)
     keywords = _signature(kwargs, tensors, roots, sharing) if kwargs else None
@@ -46,17 +57,29 @@ def _signature(value, tensors: list, roots: dict, sharing: list):
     if isinstance(value, Tensor):
         tensors.append(value)
         a = value.array
-        sharing.append(roots.setdefault(id(_root(a)), len(roots)))
+        memory = roots.setdefault(("memory", id(_root(a))), len(roots))
+        sharing.append((memory, roots.setdefault(("tensor", id(value)), len(roots))))
         return ("tensor", a.shape, a.dtype.str, a.strides, type(a), value._requires_grad)
     kind = type(value)
     if kind in _VALUES or isinstance(value, np.generic):
         return (kind, value)
-    if kind in (tuple, list):
-        return (kind, tuple(_signature(v, tensors, roots, sharing) for v in value))
-    if kind is dict:
-        return (kind, tuple((k, _signature(v, tensors, roots, sharing))
-                            for k, v in value.items()))
+    items = _items(value)
+    if items is not None:
+        return (kind, tuple((k, _signature(v, tensors, roots, sharing)) for k, v in items))
     return ("object", id(value))
+
+
+def _items(value) -> list | None:
+    """(key, value) of what an argument holds, for the containers the key walks into
+    (tuple, list, dict, namedtuple, dataclass); None for any other value."""
+    kind = type(value)
+    if kind in (tuple, list) or (isinstance(value, tuple) and hasattr(kind, "_fields")):
+        return list(enumerate(value))
+    if kind is dict:
+        return list(value.items())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    return None
 
 
 def argument_objects(args: tuple, kwargs: dict) -> list:
@@ -65,14 +88,11 @@ def argument_objects(args: tuple, kwargs: dict) -> list:
     found: list = []
 
     def walk(value):
-        kind = type(value)
-        if kind in (tuple, list):
-            for v in value:
+        items = _items(value)
+        if items is not None:
+            for _, v in items:
                 walk(v)
-        elif kind is dict:
-            for v in value.values():
-                walk(v)
-        elif kind not in _VALUES and not isinstance(value, (Tensor, np.generic)):
+        elif type(value) not in _VALUES and not isinstance(value, (Tensor, np.generic)):
             found.append(value)
 
     walk((args, kwargs))
@@ -116,6 +136,9 @@ class Checks:
                 # the array's type is its device: numpy.ndarray or cupy.ndarray
                 lines += self._array(e.tensor, e.attribute, e.shape, e.dtype, e.strides,
                                      type(plain(recorder.keep_of(e.slot))))
+                if e.attribute == "array":
+                    lines += _unless(f"{self._name(e.tensor)}._requires_grad is not "
+                                     f"{e.tensor._requires_grad}")
         for tensor, was_none in recorder.grad_start.values():
             if was_none is None:
                 continue
@@ -125,10 +148,14 @@ class Checks:
         for registry, name, tensor in recorder.registered:
             lines += _unless(f"{self._name(registry)}.get({name!r}) is not "
                              f"{self._name(tensor)}")
-        for module, attributes in recorder.rollback.module_states():
-            for name, value in attributes.items():
-                lines += _unless(f"{self._name(vars(module))}.get({name!r}, _MISSING) != "
-                                 f"{self._name(value)}")
+        for module, state in recorder.rollback.module_states():
+            lines += self._module(module, state, hooks_allowed=module is recorder.compiled_module)
+        for owner in recorder.argument_objects:
+            if not isinstance(owner, Module) and hasattr(owner, "__dict__"):
+                for name, value in vars(owner).items():
+                    if isinstance(value, Tensor):
+                        lines += _unless(f"{self._name(vars(owner))}.get({name!r}) is not "
+                                         f"{self._name(value)}")
         lines.append("    return True")
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<minigrad checks>", "exec"), self._globals)  # noqa: S102
@@ -145,6 +172,21 @@ class Checks:
                                f"a.shape != {self._literal(shape)} or "
                                f"a.dtype != {self._name(dtype)} or "
                                f"a.strides != {self._literal(strides)}")
+
+    def _module(self, module, state, hooks_allowed: bool) -> list[str]:
+        """The statements checking a module the step called against its state then."""
+        attributes, lines = self._name(vars(module)), []
+        for name, value in state.attributes.items():
+            compare = "!=" if is_plain(value) else "is not"
+            lines += _unless(f"{attributes}.get({name!r}, _MISSING) {compare} "
+                             f"{self._name(value)}")
+        children = self._name(module._modules)
+        for name, child in state.children.items():
+            lines += _unless(f"{children}.get({name!r}) is not {self._name(child)}")
+        if not hooks_allowed:
+            name = self._name(module)
+            lines += _unless(f"{name}._forward_hooks or {name}._forward_pre_hooks")
+        return lines
 
     def _literal(self, sizes: tuple) -> str:
         """A tuple of ints as source; a global for anything else."""

@@ -223,7 +223,11 @@ def _recorded_generator_draw(draw):
         recorder = _recording()
         if recorder is None:
             return draw(self, *args, **kwargs)
-        recorder.rollback.generator(self)
+        recorder.depth += 1  # its state (NumPy's bit generator makes arrays) is not a step
+        try:
+            recorder.rollback.generator(self)
+        finally:
+            recorder.depth -= 1
         return recorder.call(draw, (self, *args), kwargs, effect="random")
 
     return recorded

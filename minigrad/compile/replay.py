@@ -32,14 +32,16 @@ from minigrad.tensor import Tensor
 
 class Backward:
     """The recorded backward of one output of a forward: the output's slot, the slot its
-    incoming gradient goes to, and the slot of each input's gradient (None where it gets
-    none), inputs in the order of Entry.externals."""
+    incoming gradient goes to, the slot of each input's gradient (None where it gets
+    none), inputs in the order of Entry.externals, and the inputs whose arrays it reads."""
 
-    def __init__(self, plan: Plan, output_slot: int, grad_slot: int, input_grads: list):
+    def __init__(self, plan: Plan, output_slot: int, grad_slot: int, input_grads: list,
+                 reads_inputs: list[int]):
         self.plan = plan
         self.output_slot = output_slot
         self.grad_slot = grad_slot
         self.input_grads = input_grads
+        self.reads_inputs = reads_inputs
 
 
 class Entry:
@@ -50,6 +52,7 @@ class Entry:
         self.arguments = arguments  # (position among the call's tensors, object slot)
         self.checks = checks
         self.backwards = backwards  # one per output that needs gradients
+        self.result_shape = None  # namedtuples and dataclasses in the result (results.py)
 
     def share_blocks(self, blocks) -> None:
         """Let the plans take their buffers' memory from `blocks` (buffers.py), those of
@@ -128,23 +131,27 @@ class CompiledFunction(Function):
             entry.plan.run(shared.slots)
         self.entry, self.shared, self.recorded = entry, shared, recorded
         shared.nodes.append(weakref.ref(self))
+        # as eager nodes do, so that an in-place change of one before backward raises
+        self.save_for_backward(*(arrays[i] for i in recorded.reads_inputs))
         return shared.slots[recorded.output_slot]
+
+    _ran = False  # released by the engine after its backward (Function.release)
 
     @property
     def _released(self) -> bool:
         shared = self.__dict__.get("shared")
-        return shared is not None and shared.slots is None
+        return self._ran or (shared is not None and shared.slots is None)
 
     @_released.setter
     def _released(self, released: bool) -> None:
-        if released:
-            self.shared.slots = None
+        self._ran = released
 
     def backward(self, grad):
         if is_grad_enabled():
             raise RuntimeError("mg.compile: the backward of a compiled forward is not "
                                "differentiable again (create_graph=True); run the model "
                                "uncompiled for higher derivatives")
+        self.saved  # noqa: B018  (raises if an input it reads changed in place since)
         shared = self.shared
         if keeps_graph() or shared.read_later(self):  # read again, by a later backward
             slots = list(shared.slots)  # or by another output's node in this one

@@ -16,6 +16,7 @@ from minigrad import random
 from minigrad.compile.traced import plain
 from minigrad.compile.traced_device import is_array
 from minigrad.generator import Generator
+from minigrad.nn.modules.hooks import HOOK_REGISTRIES
 from minigrad.optim.lr_scheduler_base import LRScheduler
 from minigrad.optim.optimizer import Optimizer
 
@@ -27,7 +28,7 @@ class Rollback:
         self._replayed_growth: dict[int, int] = {}  # id(tensor) -> growth in opaque calls
         self._grads: dict[int, tuple] = {}  # id(tensor) -> (tensor, grad)
         self._objects: dict[int, tuple] = {}  # id -> (object, its state)
-        self._modules: dict[int, tuple] = {}  # id -> (module, its plain attributes)
+        self._modules: dict[int, tuple] = {}  # id -> (module, its ModuleState)
         self._generators: dict[int, tuple] = {}  # id -> (generator, state)
         self._rng = random.get_rng_state()
 
@@ -72,19 +73,18 @@ class Rollback:
 
     def module(self, module) -> None:
         if id(module) not in self._modules:
-            self._modules[id(module)] = (module, module_attributes(module))
+            self._modules[id(module)] = (module, ModuleState(module))
 
     def module_states(self) -> list[tuple]:
-        """(module, its plain attributes before the step) for every module remembered."""
+        """(module, its ModuleState before the step) for every module remembered."""
         return list(self._modules.values())
 
     def changed_modules(self) -> list[str]:
-        """The modules whose plain attributes the run changed ("Linear.calls")."""
+        """The attributes of modules the run changed ("Linear.calls", "Net.head")."""
         changed = []
         for module, before in self._modules.values():
-            after = module_attributes(module)
-            changed += [f"{type(module).__name__}.{name}" for name in before.keys() | after.keys()
-                        if before.get(name) != after.get(name)]
+            changed += [f"{type(module).__name__}.{name}"
+                        for name in before.changes(ModuleState(module))]
         return changed
 
     def object(self, target) -> None:
@@ -117,8 +117,8 @@ class Rollback:
                 vars(target).update(copy.deepcopy(saved))
             else:
                 _restore_optimizer(target, *saved)
-        for module, attributes in self._modules.values():
-            vars(module).update(attributes)
+        for module, state in self._modules.values():
+            state.restore(module)
         for generator, state in self._generators.values():
             generator.set_state(state)
         random.set_rng_state(self._rng)
@@ -132,13 +132,48 @@ def memory_key(array) -> tuple:
     return address, array.shape, array.strides, array.dtype.str
 
 
-def module_attributes(module) -> dict:
-    """A module's attributes that are plain Python values (its training flag, a dropout
-    probability, ...): what its forward reads besides tensors."""
-    return {k: v for k, v in vars(module).items() if type(v) in _PLAIN}
+class ModuleState:
+    """What a module's forward reads besides its parameters and buffers: its attributes
+    (its training flag, a dropout probability, an activation function, a tensor that is
+    neither) and its submodules, by name."""
+
+    def __init__(self, module):
+        self.attributes = {k: v for k, v in vars(module).items() if k not in _REGISTRIES}
+        self.children = dict(module._modules)
+
+    def changes(self, other: ModuleState) -> list[str]:
+        """The names whose values differ in `other`: plain values by equality, objects by
+        identity."""
+        names = [name for name in self.attributes.keys() | other.attributes.keys()
+                 if not same_value(self.attributes.get(name, _MISSING),
+                                   other.attributes.get(name, _MISSING))]
+        return names + [name for name in self.children.keys() | other.children.keys()
+                        if self.children.get(name) is not other.children.get(name)]
+
+    def restore(self, module) -> None:
+        for name in set(vars(module)) - set(self.attributes) - _REGISTRIES:
+            del vars(module)[name]
+        vars(module).update(self.attributes)
+        module._modules.clear()
+        module._modules.update(self.children)
 
 
-_PLAIN = (bool, int, float, str, type(None), tuple)
+def is_plain(value) -> bool:
+    """A Python value compared by equality (a number, a string, a tuple of them); anything
+    else is compared by identity."""
+    if type(value) is tuple:
+        return all(map(is_plain, value))
+    return type(value) in _PLAIN
+
+
+def same_value(a, b) -> bool:
+    return a == b if is_plain(a) and is_plain(b) else a is b
+
+
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+_MISSING = object()
+# a module's dicts of parameters, buffers, submodules and hooks: the same objects always
+_REGISTRIES = frozenset({"_parameters", "_buffers", "_modules", *HOOK_REGISTRIES})
 
 
 def _restore_optimizer(optimizer: Optimizer, state: dict, groups: list) -> None:

@@ -57,7 +57,12 @@ class Slots:
         # id -> tensor made during the capture, while it lives
         self.created: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
         self.swapped: list = []  # (tensor, its array) for every tensor made traced
+        # (tensor, its grad_fn, its accumulator) for every tensor read with a graph made
+        # before the step: a leaf while the step is captured (`cut`)
+        self.cut_graphs: list = []
         self.modules: dict = {}  # id -> module called during the step
+        self.compiled_module = None  # the module whose forward is compiled, if one is
+        self.argument_objects: list = []  # arguments other than tensors, values, containers
         self.registered: list = []  # (a module's parameter or buffer dict, name, tensor)
         self.rollback = Rollback()
         self.arguments: dict[int, tuple] = {}  # id(tensor) -> (position, its object slot)
@@ -130,6 +135,26 @@ class Slots:
         self.rollback.array(array)
         self.rollback.version(owner)
         self.swapped.append((owner, array))
+        if attribute == "array" and tensor.grad_fn is not None:
+            self.cut(tensor)
+
+    def cut(self, tensor: Tensor) -> None:
+        """Make a tensor the step reads, and whose graph was made before it, a leaf until
+        the capture ends: the backward the capture records for the step's outputs then
+        stops at it, as the compiled node's does (whose gradient for it flows on through
+        its own graph, in the eager backward), rather than running that graph too."""
+        self.cut_graphs.append((tensor, tensor.grad_fn, tensor.__dict__.get("_accumulator")))
+        tensor.grad_fn = None
+
+    def restore_graphs(self) -> None:
+        """Give every cut tensor its graph back."""
+        for tensor, grad_fn, accumulator in reversed(self.cut_graphs):
+            tensor.grad_fn = grad_fn
+            if accumulator is None:
+                tensor.__dict__.pop("_accumulator", None)
+            else:
+                tensor._accumulator = accumulator
+        self.cut_graphs.clear()
 
     def first_read(self, tensor: Tensor, array: np.ndarray):
         """`tensor.array` read while it is a plain array: bind the tensor (GraphBreak for

@@ -9,6 +9,8 @@ FUSION = "tests/test_compile_fusion.py::"
 CAPTURE_MEMORY = "tests/test_compile_capture_memory.py::"
 BUFFERS = "tests/test_compile_buffers.py::"
 OUTPUTS = "tests/test_compile_outputs.py::"
+API = "tests/test_compile_api.py::"
+GUARDS = "tests/test_compile_guards.py::"
 
 COMPILE_MUTANTS = [
     Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
@@ -84,4 +86,44 @@ COMPILE_MUTANTS = [
            "if reason is None and output is not _UNFINISHED:",
            "if reason is None and output is not None:",
            ("tests/test_compile_api.py::test_a_step_that_returns_nothing_is_replayed",)),
+    Mutant("grad_frees_the_graph_before_its_inputs", "minigrad/autograd/engine.py",
+           "if not retain_graph and (needed is None or node in needed):",
+           "if not retain_graph:",
+           ("tests/test_autograd.py::test_autograd_grad_leaves_the_graph_beyond_its_inputs_"
+            "for_a_later_backward",)),
+    Mutant("capture_runs_the_graph_before_the_step", "minigrad/compile/slots.py",
+           'if attribute == "array" and tensor.grad_fn is not None:', "if False:",
+           (API + "test_a_compiled_cell_unrolled_over_time_backpropagates_through_time",)),
+    Mutant("fullgraph_quiet_after_its_first_refusal", "minigrad/compile/api.py",
+           "if key in self._eager:  # warned about at its first call\n"
+           "            return self._eager_call(self._eager[key], args, kwargs)",
+           "if key in self._eager:\n            return self._fn(*args, **kwargs)",
+           ("tests/test_compile_breaks.py::test_fullgraph_raises_where_the_step_would_run_"
+            "eagerly",)),
+    Mutant("frozen_parameter_not_guarded", "minigrad/compile/guards.py",
+           'if e.attribute == "array":', "if False:",
+           (GUARDS + "test_freezing_a_parameter_after_the_capture_makes_a_new_plan",)),
+    Mutant("replaced_submodule_not_guarded", "minigrad/compile/guards.py",
+           "for name, child in state.children.items():", "for name, child in ():",
+           (GUARDS + "test_a_replaced_submodule_function_or_tensor_attribute_makes_a_new_"
+            "plan",)),
+    Mutant("hook_added_after_the_capture_skipped", "minigrad/compile/guards.py",
+           "if not hooks_allowed:", "if False:",
+           (GUARDS + "test_a_forward_hook_added_inside_the_model_after_the_capture_is_not_"
+            "skipped",)),
+    Mutant("two_views_taken_for_one_tensor", "minigrad/compile/guards.py",
+           'sharing.append((memory, roots.setdefault(("tensor", id(value)), len(roots))))',
+           "sharing.append(memory)",
+           (GUARDS + "test_two_views_of_one_array_are_not_one_tensor_passed_twice",)),
+    Mutant("dataclass_argument_kept_by_identity", "minigrad/compile/guards.py",
+           "if dataclasses.is_dataclass(value) and not isinstance(value, type):", "if False:",
+           (GUARDS + "test_tensors_in_namedtuples_and_dataclasses_are_arguments",)),
+    Mutant("namedtuple_result_kept_as_a_constant", "minigrad/compile/results.py",
+           "if kind in (tuple, list) or _is_namedtuple(value):", "if kind in (tuple, list):",
+           (API + "test_namedtuples_and_dataclasses_come_back_with_each_calls_values",)),
+    Mutant("compiled_backward_skips_the_version_check", "minigrad/compile/replay.py",
+           "self.save_for_backward(*(arrays[i] for i in recorded.reads_inputs))",
+           "self.save_for_backward()",
+           (API + "test_an_input_changed_in_place_before_the_compiled_backward_raises_as_"
+            "eagerly",)),
 ]

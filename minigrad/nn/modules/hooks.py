@@ -8,7 +8,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 
-_REGISTRIES = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+HOOK_REGISTRIES = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
                "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs")
 
 
@@ -38,7 +38,7 @@ class ForwardHooks:
     call order, and {handle id: True} for the with_kwargs / always_call flags."""
 
     def _init_forward_hooks(self) -> None:
-        for registry in _REGISTRIES:
+        for registry in HOOK_REGISTRIES:
             object.__setattr__(self, registry, OrderedDict())
 
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
