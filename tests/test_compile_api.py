@@ -345,6 +345,16 @@ def test_namedtuples_and_dataclasses_come_back_with_each_calls_values():
     assert len(compiled.plans()) == 1
 
 
+def test_an_argument_or_a_parameter_returned_is_that_tensor():
+    layer = nn.Linear(3, 2)
+    compiled = mg.compile(lambda x: (x, layer(x), layer.bias))
+    for _ in range(3):
+        x = mg.randn(4, 3)
+        same, out, bias = compiled(x)
+        assert same is x and bias is layer.bias and bias.requires_grad
+        assert_bits_equal(out.array, layer(x).array)
+
+
 def test_draws_from_a_generator_are_replayed():
     generator = mg.Generator().manual_seed(3)
     compiled = mg.compile(lambda x: x + mg.randn(x.shape, generator=generator))

@@ -88,7 +88,7 @@ def _capture(fn, args, kwargs, tensors):
                             "it reads)")
         if recorder.backward_calls == 0 and is_grad_enabled():
             backward = _trace_backward(recorder, result)
-        output = recorder.template(result)
+        output = recorder.template(result, output=True)
     except GraphBreak as stop:
         reason = stop.reason
     finally:
@@ -213,7 +213,10 @@ class Expected:
     a backward, the gradients for the stand-in output gradient."""
 
     def __init__(self, recorder: Recorder, output, backward: dict | None):
-        self.outputs = [Snapshot(plain(recorder.keep_of(slot))) for slot in _slots(output)]
+        # what each output the plan computes held (not an argument returned as it is)
+        object_slots = {slot for _, slot in recorder.arguments.values()}
+        self.outputs = {slot: Snapshot(plain(recorder.keep_of(slot))) for slot in _slots(output)
+                        if slot not in object_slots}
         # (the memory of each external slot, what the eager run left in it)
         self.externals = [(e, plain(recorder.keep_of(e.slot)),
                            Snapshot(plain(recorder.keep_of(e.slot))))
@@ -231,9 +234,8 @@ class Expected:
 
     def mismatch(self, entry: Entry, tensors: list[Tensor], outputs) -> str | None:
         """What the first replay made differently from the eager run; None if nothing."""
-        for index, (got, want) in enumerate(zip(_arrays(outputs), self.outputs,
-                                                strict=True)):
-            if not want.matches(got):
+        for index, (slot, got) in enumerate(_computed(entry.plan.output, outputs)):
+            if not self.outputs[slot].matches(got):
                 return f"output {index}"
         for e, memory, want in self.externals:
             if not want.matches(memory):
@@ -271,16 +273,19 @@ def _slots(template) -> list[int]:
     return []
 
 
-def _arrays(outputs) -> list:
-    if isinstance(outputs, Tensor):
-        return [outputs.array]
-    if is_array(outputs):
-        return [outputs]
-    if type(outputs) in (tuple, list):
-        return [a for v in outputs for a in _arrays(v)]
-    if type(outputs) is dict:
-        return [a for v in outputs.values() for a in _arrays(v)]
-    return []
+def _computed(template, outputs):
+    """(slot, array) for each array of a replay's outputs that its plan computed."""
+    if isinstance(template, TensorRef):
+        yield template.slot, outputs.array
+    elif isinstance(template, Ref):
+        if is_array(outputs):  # else an argument's tensor, returned as it is
+            yield template.slot, outputs
+    elif type(template) in (tuple, list):
+        for t, value in zip(template, outputs, strict=True):
+            yield from _computed(t, value)
+    elif type(template) is dict:
+        for key, t in template.items():
+            yield from _computed(t, outputs[key])
 
 
 def _grad_snapshot(tensor: Tensor):

@@ -194,21 +194,29 @@ class Slots:
                         self.bind(t, "array")
 
     # ------------------------------------------------------------------ templates
-    def template(self, value):
+    def template(self, value, output: bool = False):
         """`value` with every traced array replaced by its Ref (and tensors, inside an
-        opaque call, by TensorRefs); GraphBreak for an array the capture cannot place."""
+        opaque call, by TensorRefs); GraphBreak for an array the capture cannot place.
+        In the step's `output`, an argument stands for that call's tensor (a Ref to its
+        object slot) and a parameter or buffer it read for itself, so that a replay
+        returns those tensors, not new ones around their arrays."""
         if is_array(value):
             return Ref(self.slot(value))
         if isinstance(value, Tensor):
+            if output and id(value) in self.arguments:
+                return Ref(self.arguments[id(value)][1])
+            if output and any(e.tensor is value and e.attribute == "array"
+                              for e in self.externals):
+                return value
             data = value.array
             if is_traced(data) and id(data) in self.slot_of:
                 return TensorRef(self.slot_of[id(data)])
             return value  # a tensor from outside, taken as it is (a parameter, say)
         kind = type(value)
         if kind in (tuple, list):
-            return kind(self.template(v) for v in value)
+            return kind(self.template(v, output) for v in value)
         if kind is dict:
-            return {k: self.template(v) for k, v in value.items()}
+            return {k: self.template(v, output) for k, v in value.items()}
         if kind is slice and any(is_array(p) for p in
                                  (value.start, value.stop, value.step)):
             self.refuse("a slice whose bounds are arrays")

@@ -126,4 +126,7 @@ COMPILE_MUTANTS = [
            "self.save_for_backward()",
            (API + "test_an_input_changed_in_place_before_the_compiled_backward_raises_as_"
             "eagerly",)),
+    Mutant("returned_parameter_made_a_new_tensor", "minigrad/compile/slots.py",
+           "if output and id(value) in self.arguments:", "if False:",
+           (API + "test_an_argument_or_a_parameter_returned_is_that_tensor",)),
 ]
