@@ -229,6 +229,35 @@ def test_a_tensor_rebound_in_an_argument_objects_attribute_makes_a_new_plan():
     assert _plans(compiled) == 3
 
 
+def test_train_called_inside_the_step_is_replayed_and_eval_outside_needs_no_new_plans():
+    runs = []
+    for compile_step in (False, True):
+        mg.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+        optimizer = mg.optim.SGD(model.parameters(), lr=0.1)
+        x = mg.randn(4, 3)
+
+        def step(model=model, optimizer=optimizer, x=x):
+            model.train()
+            optimizer.zero_grad()
+            loss = model(x).square().mean()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        step = mg.compile(step) if compile_step else step
+        values = []
+        for _epoch in range(CACHE_SIZE_LIMIT + 2):
+            values += [step().item() for _ in range(2)]
+            model.eval()  # an evaluation between epochs
+            with mg.no_grad():
+                values.append(model(x).sum().item())
+        runs.append(np.array(values))
+        if compile_step:  # training at the call, gradients None (the first call) or not;
+            assert _plans(step) == 3  # then not training after an evaluation
+    assert_bits_equal(runs[1], runs[0])
+
+
 def test_past_the_cache_size_limit_new_shapes_run_eagerly_with_one_warning():
     compiled = mg.compile(lambda x: x.exp() + 1)
     with warnings.catch_warnings(record=True) as caught:

@@ -21,7 +21,8 @@ it; this is how minigrad/profiler.py times ops too).
   module with forward hooks stops the capture (a hook is Python, run only while the step
   is captured, so a replay would skip it);
 - the engine's run_backward: whether the step runs a backward itself;
-- Optimizer.step, LRScheduler.step and clip_grad_norm_: replayed as Python (Opaque).
+- Optimizer.step, LRScheduler.step, clip_grad_norm_ and Module.train (and so eval):
+  replayed as Python (Opaque); a module's state before train() is what its guards hold.
 
 The wrappers act only in the capturing thread, and only outside a recorded step.
 """
@@ -110,6 +111,7 @@ class Patches:
         self._set(TensorBase, "grad", property(_read_grad, _write_grad))
         self._set(TensorBase, "array", _binding_array(TensorBase.__dict__["array"]))
         self._set(Module, "__call__", _binding_call(Module.__call__))
+        self._set(Module, "train", _opaque_train(Module.__dict__["train"]))
         for cls in (Optimizer, *_subclasses(Optimizer)):
             if "step" in cls.__dict__:
                 self._set(cls, "step", _opaque_optimizer_step(cls.__dict__["step"]))
@@ -353,6 +355,19 @@ def _opaque_method(method):
         return recorder.opaque(method, (self, *args), kwargs, [])
 
     return opaque
+
+
+def _opaque_train(train):
+    @functools.wraps(train)
+    def opaque_train(self, mode=True):
+        recorder = _recording()
+        if recorder is None:
+            return train(self, mode)
+        for module in self.modules():  # each one's flag before the step: the guards' value
+            recorder.rollback.module(module, replayed="training")
+        return recorder.opaque(train, (self, mode), {}, [])
+
+    return opaque_train
 
 
 def _opaque_clip(clip):

@@ -29,6 +29,7 @@ class Rollback:
         self._grads: dict[int, tuple] = {}  # id(tensor) -> (tensor, grad)
         self._objects: dict[int, tuple] = {}  # id -> (object, its state)
         self._modules: dict[int, tuple] = {}  # id -> (module, its ModuleState)
+        self._replayed: set[tuple] = set()  # (id of a module, attribute) set by a replay
         self._generators: dict[int, tuple] = {}  # id -> (generator, state)
         self._rng = random.get_rng_state()
 
@@ -71,9 +72,13 @@ class Rollback:
         if id(generator) not in self._generators:
             self._generators[id(generator)] = (generator, generator.get_state())
 
-    def module(self, module) -> None:
+    def module(self, module, replayed: str | None = None) -> None:
+        """Remember a module's state; `replayed`: an attribute that a recorded call sets
+        again at every replay (train() sets `training`), not a change of the step's."""
         if id(module) not in self._modules:
             self._modules[id(module)] = (module, ModuleState(module))
+        if replayed is not None:
+            self._replayed.add((id(module), replayed))
 
     def module_states(self) -> list[tuple]:
         """(module, its ModuleState before the step) for every module remembered."""
@@ -84,7 +89,8 @@ class Rollback:
         changed = []
         for module, before in self._modules.values():
             changed += [f"{type(module).__name__}.{name}"
-                        for name in before.changes(ModuleState(module))]
+                        for name in before.changes(ModuleState(module))
+                        if (id(module), name) not in self._replayed]
         return changed
 
     def object(self, target) -> None:

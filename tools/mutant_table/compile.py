@@ -129,4 +129,8 @@ COMPILE_MUTANTS = [
     Mutant("returned_parameter_made_a_new_tensor", "minigrad/compile/slots.py",
            "if output and id(value) in self.arguments:", "if False:",
            (API + "test_an_argument_or_a_parameter_returned_is_that_tensor",)),
+    Mutant("train_inside_the_step_guarded_after_it_ran", "minigrad/compile/patches.py",
+           'recorder.rollback.module(module, replayed="training")', "pass",
+           (GUARDS + "test_train_called_inside_the_step_is_replayed_and_eval_outside_needs_"
+            "no_new_plans",)),
 ]
