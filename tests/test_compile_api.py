@@ -412,6 +412,18 @@ def test_an_input_changed_in_place_before_the_compiled_backward_raises_as_eagerl
                 out.sum().backward()
 
 
+def test_an_output_changed_in_place_before_the_compiled_backward_raises_as_eagerly():
+    for compile_model in (False, True):
+        model = nn.Sequential(nn.Linear(3, 3), nn.Tanh())  # tanh's backward reads its output
+        forward = mg.compile(model) if compile_model else model
+        for _ in range(2):
+            out = forward(mg.randn(2, 3))
+            with mg.no_grad():
+                out.mul_(2.0)
+            with pytest.raises(RuntimeError, match="its output .* modified by an in-place"):
+                out.sum().backward()
+
+
 def test_a_compiled_forward_backpropagates_twice_with_retain_graph():
     mg.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))

@@ -258,6 +258,80 @@ def test_train_called_inside_the_step_is_replayed_and_eval_outside_needs_no_new_
     assert_bits_equal(runs[1], runs[0])
 
 
+def test_lists_dicts_and_added_members_of_a_module_are_checked():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(3, 3)])
+            self.scales = [1.0, 2.0]
+            self.config = {"shift": 0.5}
+
+        def forward(self, x):
+            for layer, scale in zip(self.layers, self.scales):
+                x = layer(x) * scale
+            x = x + self.config["shift"]
+            return x * self.temperature if hasattr(self, "temperature") else x
+
+    mg.manual_seed(0)
+    model = Net()
+    compiled = mg.compile(model)
+    x = mg.randn(4, 3)
+    changes = [lambda: None, lambda: model.scales.__setitem__(0, 7.0),
+               lambda: model.config.update(shift=-1.0), lambda: setattr(model, "temperature", 3.0),
+               lambda: model.layers.append(nn.Linear(3, 3)), lambda: model.scales.append(0.5)]
+    for change in changes:
+        change()
+        with mg.no_grad():
+            assert_bits_equal(compiled(x).array, model(x).array)
+    assert _plans(compiled) == len(changes)
+
+
+def test_a_step_that_changes_a_list_in_place_runs_eagerly_and_changes_it_once():
+    class Remembering(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def forward(self, x):
+            self.seen.append(x.shape[0])  # Python state: not replayable
+            return x * 2
+
+    model = Remembering()
+    compiled = mg.compile(model)
+    with pytest.warns(RuntimeWarning, match=r"the step changes Remembering\.seen"):
+        compiled(mg.ones(3))
+    compiled(mg.ones(3))
+    assert model.seen == [3, 3]  # the capture's append was undone before the eager run
+
+
+def test_the_attributes_of_an_argument_object_are_checked():
+    model = nn.Linear(3, 2)
+    config = types.SimpleNamespace(scale=2.0, extras=[mg.ones(2)], layer=model)
+    compiled = mg.compile(lambda x, c: x @ c.layer.weight.t() * c.scale + c.extras[0])
+    x = mg.randn(4, 3)
+
+    def expected():
+        return (x @ model.weight.t() * config.scale + config.extras[0]).array
+
+    changes = [lambda: None, lambda: setattr(config, "scale", 3.0),
+               lambda: config.extras.__setitem__(0, mg.full((2,), 5.0)),
+               lambda: setattr(model, "weight", nn.Parameter(mg.randn(2, 3)))]
+    for change in changes:
+        change()
+        with mg.no_grad():
+            assert_bits_equal(compiled(x, config).array, expected())
+    assert _plans(compiled) == len(changes)
+
+
+def test_a_broadcast_view_argument_is_captured():
+    positions = mg.arange(5).expand(3, 5)  # read-only, as NumPy's broadcast views are
+    embedding = nn.Embedding(5, 4)
+    compiled = mg.compile(embedding, fullgraph=True)
+    for _ in range(2):
+        with mg.no_grad():
+            assert_bits_equal(compiled(positions).array, embedding(positions).array)
+
+
 def test_past_the_cache_size_limit_new_shapes_run_eagerly_with_one_warning():
     compiled = mg.compile(lambda x: x.exp() + 1)
     with warnings.catch_warnings(record=True) as caught:

@@ -263,3 +263,20 @@ def test_repr_matches_torch_for_nested_modules():
             return "first\nsecond"
 
     assert repr(TwoLines()) == "TwoLines(\n  first\n  second\n)"
+
+
+def test_replacing_a_registered_entry_keeps_its_place():
+    layers = nn.ModuleList([nn.Linear(1, 1), nn.ReLU(), nn.Tanh()])
+    layers[0] = nn.Sigmoid()
+    assert [type(m).__name__ for m in layers] == ["Sigmoid", "ReLU", "Tanh"]
+    sequential = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Tanh())
+    sequential[-2] = nn.GELU()
+    sequential.add_module("0", nn.Identity())
+    assert [type(m).__name__ for m in sequential] == ["Identity", "GELU", "Tanh"]
+    linear = nn.Linear(2, 2)
+    linear.weight = nn.Parameter(mg.ones(2, 2))
+    linear.register_parameter("weight", nn.Parameter(mg.zeros(2, 2)))
+    assert list(dict(linear.named_parameters())) == ["weight", "bias"]
+    norm = nn.BatchNorm1d(3)
+    norm.register_buffer("running_mean", mg.ones(3))
+    assert list(dict(norm.named_buffers()))[0] == "running_mean"

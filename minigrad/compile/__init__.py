@@ -6,6 +6,7 @@
     recorder.py  the steps, recorded as the step runs
     patches.py   where a capture listens (ops' forwards, NumPy creation, random draws, ...)
     rollback.py  undoing what the capture's eager run changed
+    values.py    Python values a step reads: remembered, compared, put back
     schedule.py  the order of the steps: guards before lasting effects; when slots die
     plan.py      a record made ready to replay
     fusion.py    runs of elementwise steps grouped into one generated kernel each

@@ -75,6 +75,8 @@ def _capture(fn, args, kwargs, tensors):
         patches.install()
         ACTIVE.recorder = recorder
         recorder.argument_objects = argument_objects(args, kwargs)
+        for module in _modules_held(recorder.argument_objects):
+            recorder.bind_module(module)  # its parameters may be read without a call
         owner = getattr(fn, "__self__", None)
         if isinstance(owner, Module):  # a module's forward, compiled in its place
             recorder.compiled_module = owner
@@ -145,8 +147,18 @@ def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:
         reads = {s for step in steps for s in _reads_of(step)}
         backwards.append(Backward(plan, trace["output_slot"], trace["grad_slot"],
                                   trace["input_grads"],
-                                  [i for i, e in enumerate(recorder.externals) if e.slot in reads]))
+                                  [i for i, e in enumerate(recorder.externals) if e.slot in reads],
+                                  [t["output_slot"] for t in traces if t["output_slot"] in reads]))
     return Entry(forward, recorder.externals, arguments, checks, backwards)
+
+
+def _modules_held(objects: list) -> list[Module]:
+    """The modules among arguments, and in the attributes of arguments."""
+    found = []
+    for value in objects:
+        held = [value] if isinstance(value, Module) else getattr(value, "__dict__", {}).values()
+        found += [m for m in held if isinstance(m, Module)]
+    return found
 
 
 def _reads_of(step) -> tuple:

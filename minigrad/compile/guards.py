@@ -10,11 +10,13 @@ A plan replays one combination of what the eager run depended on:
   (parameters, buffers, gradients: the same objects, with arrays of the same type (so
   on the same device), shape, dtype and strides, requiring grad or not as they did,
   still registered under their names in the modules it called),
-  whether each gradient it read was None, the attributes of every module it called (its
-  training flag, a dropout probability by value; an activation function, a tensor that
-  is neither parameter nor buffer, each submodule by identity), that those modules have
-  no forward hooks (a hook is not replayed; the compiled module's own run around the
-  replay), and the tensors held in attributes of objects passed as arguments.
+  whether each gradient it read was None, the attributes of every module it called
+  (values.py: its training flag, a dropout probability by value, lists and dicts item by
+  item, an activation function, a tensor that is neither parameter nor buffer, each
+  submodule by identity; how many it has of each), that those modules have no forward
+  hooks (a hook is not replayed; the compiled module's own run around the replay), and
+  the attributes of objects passed as arguments, compared the same way (modules passed
+  so are checked as called ones; optimizers, schedulers and generators are read live).
 
 Arguments are walked into tuples, lists, dicts, namedtuples and dataclasses: a tensor in
 any of them is an argument, read from that call.
@@ -27,10 +29,14 @@ import numpy as np
 
 from minigrad.autograd.grad_mode import MODES
 from minigrad.compile.recorder import Recorder
-from minigrad.compile.rollback import is_plain
+from minigrad.compile.rollback import sizes_of
 from minigrad.compile.traced import plain
+from minigrad.compile.values import remember, same
+from minigrad.generator import Generator
 from minigrad.kernels import get_mode
 from minigrad.nn.modules.module import Module
+from minigrad.optim.lr_scheduler_base import LRScheduler
+from minigrad.optim.optimizer import Optimizer
 from minigrad.tensor import Tensor
 
 _VALUES = (bool, int, float, str, bytes, type(None), complex)
@@ -129,7 +135,7 @@ class Checks:
     """
 
     def __init__(self, recorder: Recorder, externals: list):
-        self._globals: dict = {"_MISSING": _MISSING}
+        self._globals: dict = {"_MISSING": _MISSING, "_same": same, "_sizes": sizes_of}
         lines = ["def hold(tensors):"]
         for e in externals:
             if e.argument is None:
@@ -151,11 +157,12 @@ class Checks:
         for module, state in recorder.rollback.module_states():
             lines += self._module(module, state, hooks_allowed=module is recorder.compiled_module)
         for owner in recorder.argument_objects:
-            if not isinstance(owner, Module) and hasattr(owner, "__dict__"):
+            if not isinstance(owner, _LIVE) and hasattr(owner, "__dict__"):
+                attributes = self._name(vars(owner))
+                lines += _unless(f"len({attributes}) != {len(vars(owner))}")
                 for name, value in vars(owner).items():
-                    if isinstance(value, Tensor):
-                        lines += _unless(f"{self._name(vars(owner))}.get({name!r}) is not "
-                                         f"{self._name(value)}")
+                    lines += self._value(f"{attributes}.get({name!r}, _MISSING)",
+                                         remember(value))
         lines.append("    return True")
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<minigrad checks>", "exec"), self._globals)  # noqa: S102
@@ -175,11 +182,10 @@ class Checks:
 
     def _module(self, module, state, hooks_allowed: bool) -> list[str]:
         """The statements checking a module the step called against its state then."""
-        attributes, lines = self._name(vars(module)), []
+        attributes = self._name(vars(module))
+        lines = _unless(f"_sizes({self._name(module)}) != {state.sizes!r}")
         for name, value in state.attributes.items():
-            compare = "!=" if is_plain(value) else "is not"
-            lines += _unless(f"{attributes}.get({name!r}, _MISSING) {compare} "
-                             f"{self._name(value)}")
+            lines += self._value(f"{attributes}.get({name!r}, _MISSING)", value)
         children = self._name(module._modules)
         for name, child in state.children.items():
             lines += _unless(f"{children}.get({name!r}) is not {self._name(child)}")
@@ -187,6 +193,14 @@ class Checks:
             name = self._name(module)
             lines += _unless(f"{name}._forward_hooks or {name}._forward_pre_hooks")
         return lines
+
+    def _value(self, current: str, remembered) -> list[str]:
+        """The statement checking a Python value against what `remember` made of it (a
+        number or a string inline, as it is most attributes' value)."""
+        if type(remembered) in _VALUES:
+            return _unless(f"type(v := {current}) is not {self._name(type(remembered))} or "
+                           f"v != {self._name(remembered)}")
+        return _unless(f"not _same({current}, {self._name(remembered)})")
 
     def _literal(self, sizes: tuple) -> str:
         """A tuple of ints as source; a global for anything else."""
@@ -207,3 +221,5 @@ def _unless(condition: str) -> list[str]:
 
 
 _MISSING = object()
+# objects a replay reads live (optimizers, schedulers, generators) or checks as modules
+_LIVE = (Module, Optimizer, LRScheduler, Generator)

@@ -23,6 +23,7 @@ import weakref
 from minigrad.autograd import is_grad_enabled
 from minigrad.autograd.engine import keeps_graph, will_execute
 from minigrad.autograd.function import Function
+from minigrad.autograd.saved_tensor import SavedTensor
 from minigrad.compile.codegen import as_array
 from minigrad.compile.guards import Checks
 from minigrad.compile.plan import Plan, build_outputs
@@ -33,15 +34,17 @@ from minigrad.tensor import Tensor
 class Backward:
     """The recorded backward of one output of a forward: the output's slot, the slot its
     incoming gradient goes to, the slot of each input's gradient (None where it gets
-    none), inputs in the order of Entry.externals, and the inputs whose arrays it reads."""
+    none), inputs in the order of Entry.externals, and the inputs and the outputs (their
+    slots) whose arrays it reads."""
 
     def __init__(self, plan: Plan, output_slot: int, grad_slot: int, input_grads: list,
-                 reads_inputs: list[int]):
+                 reads_inputs: list[int], reads_outputs: list[int]):
         self.plan = plan
         self.output_slot = output_slot
         self.grad_slot = grad_slot
         self.input_grads = input_grads
         self.reads_inputs = reads_inputs
+        self.reads_outputs = reads_outputs
 
 
 class Entry:
@@ -90,6 +93,8 @@ class Entry:
                                                               tensors=tensors, shared=shared,
                                                               recorded=b)
                         for b in self.backwards}
+                for b in self.backwards:
+                    made[b.output_slot].grad_fn.watch([made[s] for s in b.reads_outputs])
                 return build_outputs(self.plan.output, shared.slots, made)
         slots = self.bind(tensors)
         self.plan.run(slots)
@@ -136,6 +141,11 @@ class CompiledFunction(Function):
         return shared.slots[recorded.output_slot]
 
     _ran = False  # released by the engine after its backward (Function.release)
+
+    def watch(self, outputs: list[Tensor]) -> None:
+        """Check before backward, as eager nodes do, that none of these outputs (whose
+        arrays the backward reads) was changed in place since."""
+        self._saved += tuple(SavedTensor(t.array, (), t) for t in outputs)
 
     @property
     def _released(self) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 from minigrad import random
 from minigrad.compile.traced import plain
 from minigrad.compile.traced_device import is_array
+from minigrad.compile.values import recalled, remember, same
 from minigrad.generator import Generator
 from minigrad.nn.modules.hooks import HOOK_REGISTRIES
 from minigrad.optim.lr_scheduler_base import LRScheduler
@@ -34,6 +35,8 @@ class Rollback:
         self._rng = random.get_rng_state()
 
     def array(self, array) -> None:
+        if not getattr(array.flags, "writeable", True):
+            return  # a broadcast view: nothing writes through it (its base is remembered)
         key = memory_key(array)
         if key not in self._arrays:
             self._arrays[key] = (array, array.copy())
@@ -88,8 +91,7 @@ class Rollback:
         """The attributes of modules the run changed ("Linear.calls", "Net.head")."""
         changed = []
         for module, before in self._modules.values():
-            changed += [f"{type(module).__name__}.{name}"
-                        for name in before.changes(ModuleState(module))
+            changed += [f"{type(module).__name__}.{name}" for name in before.changes(module)
                         if (id(module), name) not in self._replayed]
         return changed
 
@@ -140,43 +142,39 @@ def memory_key(array) -> tuple:
 
 class ModuleState:
     """What a module's forward reads besides its parameters and buffers: its attributes
-    (its training flag, a dropout probability, an activation function, a tensor that is
-    neither) and its submodules, by name."""
+    (its training flag, a dropout probability, an activation function, a list of
+    sizes, a tensor that is neither; values.py), its submodules by name, and how many
+    attributes, parameters, buffers and submodules it has (one added is a change)."""
 
     def __init__(self, module):
-        self.attributes = {k: v for k, v in vars(module).items() if k not in _REGISTRIES}
+        self.attributes = {k: remember(v) for k, v in vars(module).items()
+                           if k not in _REGISTRIES}
         self.children = dict(module._modules)
+        self.sizes = sizes_of(module)
 
-    def changes(self, other: ModuleState) -> list[str]:
-        """The names whose values differ in `other`: plain values by equality, objects by
-        identity."""
-        names = [name for name in self.attributes.keys() | other.attributes.keys()
-                 if not same_value(self.attributes.get(name, _MISSING),
-                                   other.attributes.get(name, _MISSING))]
-        return names + [name for name in self.children.keys() | other.children.keys()
-                        if self.children.get(name) is not other.children.get(name)]
+    def changes(self, module) -> list[str]:
+        """The names whose values `module` no longer has."""
+        names = [name for name, value in self.attributes.items()
+                 if not same(vars(module).get(name, _MISSING), value)]
+        names += [name for name in vars(module)
+                  if name not in self.attributes and name not in _REGISTRIES]
+        return names + [name for name in self.children.keys() | module._modules.keys()
+                        if self.children.get(name) is not module._modules.get(name)]
 
     def restore(self, module) -> None:
         for name in set(vars(module)) - set(self.attributes) - _REGISTRIES:
             del vars(module)[name]
-        vars(module).update(self.attributes)
+        vars(module).update({name: recalled(value) for name, value in self.attributes.items()})
         module._modules.clear()
         module._modules.update(self.children)
 
 
-def is_plain(value) -> bool:
-    """A Python value compared by equality (a number, a string, a tuple of them); anything
-    else is compared by identity."""
-    if type(value) is tuple:
-        return all(map(is_plain, value))
-    return type(value) in _PLAIN
+def sizes_of(module) -> tuple:
+    """How many attributes, parameters, buffers and submodules a module has."""
+    return (len(vars(module)), len(module._parameters), len(module._buffers),
+            len(module._modules))
 
 
-def same_value(a, b) -> bool:
-    return a == b if is_plain(a) and is_plain(b) else a is b
-
-
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
 _MISSING = object()
 # a module's dicts of parameters, buffers, submodules and hooks: the same objects always
 _REGISTRIES = frozenset({"_parameters", "_buffers", "_modules", *HOOK_REGISTRIES})

@@ -133,4 +133,27 @@ COMPILE_MUTANTS = [
            'recorder.rollback.module(module, replayed="training")', "pass",
            (GUARDS + "test_train_called_inside_the_step_is_replayed_and_eval_outside_needs_"
             "no_new_plans",)),
+    Mutant("output_changed_in_place_unchecked", "minigrad/compile/replay.py",
+           "self._saved += tuple(SavedTensor(t.array, (), t) for t in outputs)",
+           "self._saved += ()",
+           (API + "test_an_output_changed_in_place_before_the_compiled_backward_raises_as_"
+            "eagerly",)),
+    Mutant("added_module_member_not_guarded", "minigrad/compile/guards.py",
+           'lines = _unless(f"_sizes({self._name(module)}) != {state.sizes!r}")', "lines = []",
+           (GUARDS + "test_lists_dicts_and_added_members_of_a_module_are_checked",)),
+    Mutant("list_attribute_compared_by_identity", "minigrad/compile/values.py",
+           "return Remembered(value) if type(value) in (list, tuple, dict) else value",
+           "return value",
+           (GUARDS + "test_lists_dicts_and_added_members_of_a_module_are_checked",)),
+    Mutant("list_changed_by_the_capture_left_changed", "minigrad/compile/values.py",
+           "container[:] = list(items.values())", "pass",
+           (GUARDS + "test_a_step_that_changes_a_list_in_place_runs_eagerly_and_changes_it_"
+            "once",)),
+    Mutant("broadcast_argument_written_back", "minigrad/compile/rollback.py",
+           'if not getattr(array.flags, "writeable", True):', "if False:",
+           (GUARDS + "test_a_broadcast_view_argument_is_captured",)),
+    Mutant("module_held_by_an_argument_unchecked", "minigrad/compile/capture.py",
+           "recorder.bind_module(module)  # its parameters may be read without a call",
+           "pass",
+           (GUARDS + "test_the_attributes_of_an_argument_object_are_checked",)),
 ]

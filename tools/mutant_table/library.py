@@ -79,6 +79,12 @@ LIBRARY_MUTANTS = [
            "scores = masked_fill(scores, ~attn_mask, float(\"-inf\"))",
            "scores = masked_fill(scores, attn_mask, float(\"-inf\"))",
            (PARITY + "test_scaled_dot_product_attention_matches_torch",)),
+    Mutant("replaced_module_moves_to_the_end", "minigrad/nn/modules/module.py",
+           'self._check_new_name(name, "_modules", "add_module")\n'
+           "        self._forget(name, keeping=self._modules)",
+           'self._check_new_name(name, "_modules", "add_module")\n'
+           "        self._forget(name)",
+           ("tests/test_module_api.py::test_replacing_a_registered_entry_keeps_its_place",)),
     # ------------------------------------------------------------------ serialization
     Mutant("safetensors_shape_written_reversed", "minigrad/serialization/safetensors_file.py",
            "\"shape\": list(array.shape),", "\"shape\": list(array.shape)[::-1],",

@@ -40,6 +40,10 @@ class Sequential(Module):
             return Sequential(OrderedDict(list(self._modules.items())[index]))
         return list(self._modules.values())[_checked_index(index, len(self))]
 
+    def __setitem__(self, index: int, module: Module) -> None:
+        """Replace the module at `index`, in its place and under its name."""
+        self.add_module(list(self._modules)[_checked_index(index, len(self))], module)
+
     def __len__(self) -> int:
         return len(self._modules)
 

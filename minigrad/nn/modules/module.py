@@ -44,11 +44,11 @@ class Module(ForwardHooks, ModuleState):
                 f"cannot assign {name!r} before Module.__init__() was called "
                 f"(call super().__init__() first in {type(self).__name__}.__init__)"
             )
-        if isinstance(value, Parameter):
-            self._forget(name)
+        if isinstance(value, Parameter):  # a name registered already keeps its place
+            self._forget(name, keeping=self._parameters)
             self._parameters[name] = value
         elif isinstance(value, Module):
-            self._forget(name)
+            self._forget(name, keeping=self._modules)
             self._modules[name] = value
         elif name in self._parameters:
             if value is not None:
@@ -81,11 +81,12 @@ class Module(ForwardHooks, ModuleState):
         if not self._forget(name):
             object.__delattr__(self, name)
 
-    def _forget(self, name: str) -> bool:
-        """Remove `name` from every registry and the instance dict; True if it was there."""
+    def _forget(self, name: str, keeping: dict | None = None) -> bool:
+        """Remove `name` from every registry (but `keeping`) and the instance dict; True if
+        it was there."""
         found = False
         for registry in (self._parameters, self._buffers, self._modules):
-            if name in registry:
+            if name in registry and registry is not keeping:
                 del registry[name]
                 found = True
         self._non_persistent.discard(name)
@@ -99,7 +100,7 @@ class Module(ForwardHooks, ModuleState):
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: {name!r} must be a Parameter or None")
         self._check_new_name(name, "_parameters", "register_parameter")
-        self._forget(name)
+        self._forget(name, keeping=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -108,7 +109,7 @@ class Module(ForwardHooks, ModuleState):
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: {name!r} must be a Tensor or None")
         self._check_new_name(name, "_buffers", "register_buffer")
-        self._forget(name)
+        self._forget(name, keeping=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
@@ -119,7 +120,7 @@ class Module(ForwardHooks, ModuleState):
             raise TypeError(f"add_module: {name!r} must be a Module or None, got "
                             f"{type(module).__name__}")
         self._check_new_name(name, "_modules", "add_module")
-        self._forget(name)
+        self._forget(name, keeping=self._modules)
         self._modules[name] = module
 
     register_module = add_module
