@@ -134,21 +134,21 @@ def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:
         forward_steps, steps = guards_into_forward(
             forward_steps, recorder.steps[trace["start"]:trace["end"]], trace["grad_slot"])
         backward_steps.append(steps)
-    backward_reads = {s for steps in backward_steps for step in steps for s in _reads_of(step)}
+    reads = [{s for step in steps for s in _reads_of(step)} for steps in backward_steps]
+    backward_reads = set().union(*reads)
     arrays = recorder.recorded_arrays()
     forward = Plan(forward_steps, recorder.externals, recorder.slot_count,
                    recorder.slot_roots, output, keep=backward_reads, arrays=arrays)
     backwards, groups = [], len(forward.fused_groups())
-    for trace, steps in zip(traces, backward_steps, strict=True):
+    for trace, steps, read in zip(traces, backward_steps, reads, strict=True):
         grads_template = tuple(Ref(s) for s in trace["input_grads"] if s is not None)
         plan = Plan(steps, [], recorder.slot_count, recorder.slot_roots, grads_template,
                     arrays=arrays, first_group=groups + 1)
         groups += len(plan.fused_groups())
-        reads = {s for step in steps for s in _reads_of(step)}
         backwards.append(Backward(plan, trace["output_slot"], trace["grad_slot"],
                                   trace["input_grads"],
-                                  [i for i, e in enumerate(recorder.externals) if e.slot in reads],
-                                  [t["output_slot"] for t in traces if t["output_slot"] in reads]))
+                                  [i for i, e in enumerate(recorder.externals) if e.slot in read],
+                                  [t["output_slot"] for t in traces if t["output_slot"] in read]))
     return Entry(forward, recorder.externals, arguments, checks, backwards)
 
 

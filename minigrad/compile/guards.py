@@ -31,15 +31,13 @@ from minigrad.autograd.grad_mode import MODES
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.rollback import sizes_of
 from minigrad.compile.traced import plain
-from minigrad.compile.values import remember, same
+from minigrad.compile.values import PLAIN, remember, same
 from minigrad.generator import Generator
 from minigrad.kernels import get_mode
 from minigrad.nn.modules.module import Module
 from minigrad.optim.lr_scheduler_base import LRScheduler
 from minigrad.optim.optimizer import Optimizer
 from minigrad.tensor import Tensor
-
-_VALUES = (bool, int, float, str, bytes, type(None), complex)
 
 
 def call_facts(args: tuple, kwargs: dict) -> tuple[list[Tensor], tuple]:
@@ -67,7 +65,7 @@ def _signature(value, tensors: list, roots: dict, sharing: list):
         sharing.append((memory, roots.setdefault(("tensor", id(value)), len(roots))))
         return ("tensor", a.shape, a.dtype.str, a.strides, type(a), value._requires_grad)
     kind = type(value)
-    if kind in _VALUES or isinstance(value, np.generic):
+    if kind in PLAIN or isinstance(value, np.generic):
         return (kind, value)
     items = _items(value)
     if items is not None:
@@ -98,7 +96,7 @@ def argument_objects(args: tuple, kwargs: dict) -> list:
         if items is not None:
             for _, v in items:
                 walk(v)
-        elif type(value) not in _VALUES and not isinstance(value, (Tensor, np.generic)):
+        elif type(value) not in PLAIN and not isinstance(value, (Tensor, np.generic)):
             found.append(value)
 
     walk((args, kwargs))
@@ -197,7 +195,7 @@ class Checks:
     def _value(self, current: str, remembered) -> list[str]:
         """The statement checking a Python value against what `remember` made of it (a
         number or a string inline, as it is most attributes' value)."""
-        if type(remembered) in _VALUES:
+        if type(remembered) in PLAIN:
             return _unless(f"type(v := {current}) is not {self._name(type(remembered))} or "
                            f"v != {self._name(remembered)}")
         return _unless(f"not _same({current}, {self._name(remembered)})")

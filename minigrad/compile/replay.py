@@ -129,6 +129,8 @@ class CompiledFunction(Function):
     """The node of one output of a compiled forward (see the module docstring); it
     prints as CompiledBackward0."""
 
+    _ran = False  # released by the engine after its backward (Function.release)
+
     def forward(self, *arrays, entry: Entry, tensors: list, shared: SharedSlots,
                 recorded: Backward):
         if shared.slots is None:  # the first output's node runs the forward for all
@@ -139,8 +141,6 @@ class CompiledFunction(Function):
         # as eager nodes do, so that an in-place change of one before backward raises
         self.save_for_backward(*(arrays[i] for i in recorded.reads_inputs))
         return shared.slots[recorded.output_slot]
-
-    _ran = False  # released by the engine after its backward (Function.release)
 
     def watch(self, outputs: list[Tensor]) -> None:
         """Check before backward, as eager nodes do, that none of these outputs (whose

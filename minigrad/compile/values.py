@@ -9,7 +9,8 @@ in place. Anything else (a tensor, a function, a module) compares by identity.
 """
 from __future__ import annotations
 
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+# compared by value; also what a call key holds by value (guards.py)
+PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 
 class Remembered:
@@ -40,7 +41,7 @@ def same(value, remembered) -> bool:
             same(current[k], item) for k, item in remembered.items.items())
     if type(value) is not type(remembered):
         return False
-    if type(value) in _PLAIN:
+    if type(value) in PLAIN:
         return value == remembered or (value != value and remembered != remembered)  # NaN
     return value is remembered
 

@@ -147,8 +147,8 @@ COMPILE_MUTANTS = [
            (GUARDS + "test_lists_dicts_and_added_members_of_a_module_are_checked",)),
     Mutant("list_changed_by_the_capture_left_changed", "minigrad/compile/values.py",
            "container[:] = list(items.values())", "pass",
-           (GUARDS + "test_a_step_that_changes_a_list_in_place_runs_eagerly_and_changes_it_"
-            "once",)),
+           ("tests/test_compile_breaks.py::test_a_step_that_changes_python_state_runs_"
+            "eagerly[a list changed in place]",)),
     Mutant("broadcast_argument_written_back", "minigrad/compile/rollback.py",
            'if not getattr(array.flags, "writeable", True):', "if False:",
            (GUARDS + "test_a_broadcast_view_argument_is_captured",)),
