@@ -152,3 +152,29 @@ def test_one_tensor_returned_twice_is_one_output():
         first.sum().backward()
     want = (1 - np.tanh(x.numpy() * weight.numpy()) ** 2) * x.numpy()
     np.testing.assert_allclose(weight.grad.numpy(), want, rtol=1e-6)
+
+
+def test_one_tensor_returned_twice_is_one_object_without_gradients_and_from_a_step():
+    model = nn.Linear(3, 2)
+    optimizer = mg.optim.SGD(model.parameters(), lr=0.1)
+
+    @mg.compile
+    def infer(x):
+        with mg.no_grad():
+            y = model(x).relu()
+        return y, {"again": y}
+
+    @mg.compile
+    def step(x):
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        return loss, [loss]
+
+    x = mg.randn(4, 3)
+    for _ in range(3):  # the capture, the checked first replay, a replay
+        y, again = infer(x)
+        assert again["again"] is y
+        loss, losses = step(x)
+        assert losses[0] is loss

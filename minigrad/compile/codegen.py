@@ -36,7 +36,13 @@ import re
 import numpy as np
 
 from minigrad.compile.buffers import INTO
-from minigrad.compile.schedule import has_ref, slots_in, step_outputs, step_reads
+from minigrad.compile.schedule import (
+    has_ref,
+    slots_in,
+    step_outputs,
+    step_reads,
+    tensor_slots_in,
+)
 from minigrad.compile.steps import (
     Call,
     Fused,
@@ -111,7 +117,9 @@ class ReplayFunction:
         lines += [f"    {line}" for line in body] or ["    pass"]
         lines += ["", "", "def output(slots):"]
         lines += [f"    s{slot} = slots[{slot}]" for slot in sorted(set(slots_in(output)))]
-        lines.append(f"    return {self._expression(output)}")
+        # one tensor per slot: a tensor the step returns twice comes back as one object
+        lines += [f"    t{slot} = _wrap(s{slot})" for slot in sorted(set(tensor_slots_in(output)))]
+        lines.append(f"    return {self._expression(output, tensor='t{}')}")
         self.source = "\n".join(lines) + "\n"
         filename = f"<minigrad replay {next(_NUMBERS)}>"
         # the source in linecache: tracebacks through a replay show its lines
@@ -228,21 +236,22 @@ class ReplayFunction:
             parts.append(f"**{self._expression(keywords)}")
         return f"{fn}({', '.join(parts)})"
 
-    def _expression(self, template) -> str:
+    def _expression(self, template, tensor: str = "_wrap(s{})") -> str:
         """Source for the value a template stands for (a new tuple, list or dict where
-        it refers to slots; the captured object itself where it does not)."""
+        it refers to slots; the captured object itself where it does not); `tensor` is
+        the source of a TensorRef's tensor, its slot number left as {}."""
         if isinstance(template, Ref):
             return f"s{template.slot}"
         if isinstance(template, TensorRef):
-            return f"_wrap(s{template.slot})"
+            return tensor.format(template.slot)
         if not has_ref(template):
             return self._constant(template)
         kind = type(template)
         if kind is dict:
-            items = ", ".join(f"{self._constant(k)}: {self._expression(v)}"
+            items = ", ".join(f"{self._constant(k)}: {self._expression(v, tensor)}"
                               for k, v in template.items())
             return "{" + items + "}"
-        items = ", ".join(self._expression(t) for t in template)
+        items = ", ".join(self._expression(t, tensor) for t in template)
         if kind is list:
             return f"[{items}]"
         return f"({items},)" if len(template) == 1 else f"({items})"

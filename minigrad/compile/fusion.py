@@ -11,7 +11,8 @@ How the steps are grouped, in the plan's order:
 - any other step that reads nothing the open group computes, writes nothing and changes
   no Python state (a matrix product of other values, a random draw, an elementwise op of
   another shape, a constant `np.asarray(0.5, dtype=float32)`) runs before the group,
-  which stays open;
+  which stays open; the steps that run before it are grouped among themselves by these
+  same rules, so that an elementwise run of another shape among them is fused too;
 - any other step closes the group; an elementwise one starts the next group.
 A group of two ops or more becomes a `Fused` step (steps.py); a lone op stays a NumPy
 (or CuPy) call, which is as fast. A GPU plan fuses only ops whose arrays are all on the
@@ -65,53 +66,93 @@ def fuse(steps: list, arrays: dict, slot_roots: dict, protected: set, first_numb
     `slot_roots`: the memory each slot's array views; `protected`: slots that must be
     stored whoever reads them (the plan's outputs, what a backward keeps). A group whose
     kernel fails to build keeps its steps, and `failures` gets a line saying why."""
+    target = target_for(arrays)
+    if target is None:
+        return steps
     readers: dict[int, set] = {}
     for index, step in enumerate(steps):
         if not is_identity(step):
             for slot in step_reads(step):
                 readers.setdefault(slot, set()).add(index)
-    target = target_for(arrays)
-    if target is None:
-        return steps
-    fresh = _fresh_slots(slot_roots)
-    constants: dict = {}
-    fused: list = []
-    group: _Group | None = None
-
-    def close():
-        if group is not None:
-            fused.extend(_close(group, readers, protected, constants, arrays, target,
-                                first_number + sum(isinstance(s, Fused) for s in fused),
-                                failures))
-
+    context = _Context(arrays, target, readers, protected, _fresh_slots(slot_roots),
+                       failures, first_number)
+    run = _Run(context)
     for index, step in enumerate(steps):
-        if is_identity(step):
-            continue
+        if not is_identity(step):
+            run.add(index, step)
+    return _without_unread_constants(run.finish(), protected)
+
+
+@dataclass
+class _Context:
+    """What every run of one plan's fusion reads, and the number of its next kernel."""
+    arrays: dict
+    target: object
+    readers: dict
+    protected: set
+    fresh: set
+    failures: list
+    number: int
+    constants: dict = field(default_factory=dict)
+
+
+class _Run:
+    """Steps in their recorded order, fused into groups (module docstring). The steps that
+    run before the open group make a run of their own (`before`), fused by the same rules,
+    so that an elementwise run of another shape among them (the chain rule's products on
+    attention scores, say, while the adjoint of a q/k/v split is open) is fused too."""
+
+    def __init__(self, context: _Context):
+        self.context = context
+        self.steps: list = []
+        self.group: _Group | None = None
+        self.before: _Run | None = None
+
+    def add(self, index: int, step) -> None:
+        context = self.context
         constant = constant_of(step)
         if constant is not None:
-            constants[step.out.slot] = constant
-            fused.append(step)  # before the open group: it reads nothing
-            continue
-        node = as_node(step, arrays)
-        if node is not None and not (_stores_fresh(node, arrays, fresh)
-                                     and _on_target(node, arrays, target)):
+            context.constants[step.out.slot] = constant
+            self.steps.append(step)  # it reads nothing: before any open group
+            return
+        node = as_node(step, context.arrays)
+        if node is not None and not (_stores_fresh(node, context.arrays, context.fresh)
+                                     and _on_target(node, context.arrays, context.target)):
             node = None
-        if node is not None and (group is None or group.shape == arrays[node.out].shape):
-            if group is None:
-                group = _Group(arrays[node.out].shape)
-            group.nodes.append(node)
-            group.steps.append((index, step))
-        elif group is not None and _can_run_before(step, group):
-            fused.append(step)
+        shape = None if node is None else context.arrays[node.out].shape
+        if node is not None and (self.group is None or self.group.shape == shape):
+            if self.group is None:
+                self.group = _Group(shape)
+            self.group.nodes.append(node)
+            self.group.steps.append((index, step))
+        elif self.group is not None and _can_run_before(step, self.group):
+            if self.before is None:
+                self.before = _Run(context)
+            self.before.add(index, step)
         else:
-            close()
-            group = None
+            self._close()
             if node is not None:  # of another shape than the group it ends: a new one
-                group = _Group(arrays[node.out].shape, [node], [(index, step)])
+                self.group = _Group(shape, [node], [(index, step)])
             else:
-                fused.append(step)
-    close()
-    return _without_unread_constants(fused, protected)
+                self.steps.append(step)
+
+    def finish(self) -> list:
+        """The steps, every group closed."""
+        self._close()
+        return self.steps
+
+    def _close(self) -> None:
+        if self.before is not None:
+            self.steps += self.before.finish()
+            self.before = None
+        if self.group is not None:
+            context = self.context
+            closed = _close(self.group, context.readers, context.protected,
+                            context.constants, context.arrays, context.target,
+                            context.number, context.failures)
+            context.number += sum(isinstance(step, Fused) for step in closed)
+            self.steps += closed
+            self.group = None
 
 
 def _close(group: _Group, readers: dict, protected: set, constants: dict, arrays: dict,

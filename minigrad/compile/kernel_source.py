@@ -53,7 +53,51 @@ def kernel_source(nodes: list[Node], inputs: list[int], outputs: list[int],
     `shape`. `constants`: slots whose value is a Constant, written into the source;
     `arrays`: what each slot's array was during the capture (ArrayInfo)."""
     rank = len(shape)
-    loop_index = ", ".join(f"i{d}" for d in range(rank))
+    parameters = [f"in{p}" for p in range(len(inputs))]
+    parameters += [f"out{p}" for p in range(len(outputs))]
+    lines = [f"def fused({', '.join(parameters)}):"]
+    lines += [f"    n{d} = out0.shape[{d}]" for d in range(rank)]
+    indent = "    "
+    for d in range(rank - 1):
+        lines.append(f"{indent}for i{d} in range(n{d}):")
+        indent += "    "
+    last = rank - 1
+    segments = _segments(nodes, shape)
+    for segment in segments:
+        if rank:
+            # the stop held to the array's size: the capture runs the kernel on small
+            # stand-ins (array_info.py), which a segment past them must not touch
+            bounds = (f"{segment[0]}, min({segment[1]}, n{last})" if len(segments) > 1
+                      else f"n{last}")
+            lines.append(f"{indent}for i{last} in range({bounds}):")
+        body = _body(nodes, inputs, outputs, constants, arrays, shape,
+                     segment if len(segments) > 1 else None)
+        lines += [indent + ("    " if rank else "") + line for line in body]
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def _segments(nodes: list[Node], shape: tuple) -> list[tuple]:
+    """The ranges of the last dimension between the starts and stops of the pads' boxes
+    on it (the whole dimension where no box cuts it): within each, every pad is either
+    inside its box or outside on that dimension, so the loop over it tests nothing there
+    and LLVM vectorises it (the adjoint of a q/k/v split: three loops, each reading one
+    gradient, 2.5x faster than one loop that tests)."""
+    if not shape:
+        return [None]
+    size = shape[-1]
+    cuts = {0, size}
+    for node in nodes:
+        if node.op == "pad":
+            cuts.update(node.box[-1])
+    cuts = sorted(c for c in cuts if 0 <= c <= size)
+    return list(zip(cuts, cuts[1:])) or [(0, size)]
+
+
+def _body(nodes: list[Node], inputs: list[int], outputs: list[int], constants: dict,
+          arrays: dict, shape: tuple, segment: tuple | None) -> list[str]:
+    """The statements at one position of the loop: read the inputs, compute each op,
+    store the results. `segment`: the range of the last dimension the loop runs over,
+    which decides each pad there (None: the whole dimension, tested per position)."""
     names: dict[int, str] = {}
     body = []
     read_in_place = {o for node in nodes if node.op != "pad" for o in node.operands}
@@ -64,24 +108,16 @@ def kernel_source(nodes: list[Node], inputs: list[int], outputs: list[int],
     for position, node in enumerate(nodes):
         if node.op == "pad":
             expression = _padded(f"in{inputs.index(node.operands[0])}", node.box, shape,
-                                 compute_dtype(node, arrays))
+                                 compute_dtype(node, arrays), segment)
         else:
             operands = [constants.get(o, o) for o in node.operands]
             expression = _expression(node, operands, names, arrays)
         body.append(f"t{position} = {expression}  # {node.label}")
         names[node.out] = f"t{position}"
+    loop_index = ", ".join(f"i{d}" for d in range(len(shape)))
     for position, slot in enumerate(outputs):
         body.append(f"out{position}[{loop_index}] = {names[slot]}")
-    parameters = [f"in{p}" for p in range(len(inputs))]
-    parameters += [f"out{p}" for p in range(len(outputs))]
-    lines = [f"def fused({', '.join(parameters)}):"]
-    lines += [f"    n{d} = out0.shape[{d}]" for d in range(rank)]
-    indent = "    "
-    for d in range(rank):
-        lines.append(f"{indent}for i{d} in range(n{d}):")
-        indent += "    "
-    lines += [indent + line for line in body]
-    return HEADER + "\n".join(lines) + "\n"
+    return body
 
 
 def _index(operand_shape: tuple, shape: tuple) -> str:
@@ -94,15 +130,24 @@ def _index(operand_shape: tuple, shape: tuple) -> str:
                      for d, size in enumerate(operand_shape))
 
 
-def _padded(name: str, box: tuple, shape: tuple, dtype: np.dtype) -> str:
+def _padded(name: str, box: tuple, shape: tuple, dtype: np.dtype,
+            segment: tuple | None) -> str:
     """The element of the pad of input `name` at the loop's position: the input's element
     shifted by the box's start inside the box, 0 outside it:
 
-        in1[i0, i1 - 128] if i1 >= 128 and i1 < 192 else np.float32(0.0)
-    """
+        in1[i0, i1 - 128] if i0 >= 2 and i1 >= 128 and i1 < 192 else np.float32(0.0)
+
+    Within a `segment` of the last dimension (a range of it no box edge cuts), the test
+    on that dimension is decided in advance: dropped inside the box, 0 outside it."""
+    zero = _literal(0.0, dtype)  # +0.0, as the zeros eager pads into
+    last = len(shape) - 1
+    if segment is not None and not box[last][0] <= segment[0] < box[last][1]:
+        return zero
     index, inside = [], []
     for d, ((start, stop), size) in enumerate(zip(box, shape, strict=True)):
         index.append(f"i{d} - {start}" if start else f"i{d}")
+        if segment is not None and d == last:
+            continue
         if start:
             inside.append(f"i{d} >= {start}")
         if stop < size:
@@ -110,7 +155,7 @@ def _padded(name: str, box: tuple, shape: tuple, dtype: np.dtype) -> str:
     value = f"{name}[{', '.join(index)}]"
     if not inside:
         return value
-    return f"{value} if {' and '.join(inside)} else {_literal(0.0, dtype)}"
+    return f"{value} if {' and '.join(inside)} else {zero}"
 
 
 def _expression(node: Node, operands: list, names: dict, arrays: dict) -> str:

@@ -123,18 +123,23 @@ class Plan:
 
 def build_outputs(template, slots: list, replaced: dict | None = None):
     """The value a template of outputs stands for: a tensor around each TensorRef's
-    array, or the tensor `replaced` gives for its slot."""
+    array, or the tensor `replaced` gives for its slot; one tensor per slot, so that a
+    tensor the step returned twice comes back as one object."""
+    return _built(template, slots, dict(replaced or {}))
+
+
+def _built(template, slots: list, tensors: dict):
     if isinstance(template, TensorRef):
-        if replaced and template.slot in replaced:
-            return replaced[template.slot]
-        return Tensor._wrap(slots[template.slot])
+        if template.slot not in tensors:
+            tensors[template.slot] = Tensor._wrap(slots[template.slot])
+        return tensors[template.slot]
     if isinstance(template, Ref):
         return slots[template.slot]
     kind = type(template)
     if kind in (tuple, list):
-        return kind(build_outputs(t, slots, replaced) for t in template)
+        return kind(_built(t, slots, tensors) for t in template)
     if kind is dict:
-        return {k: build_outputs(v, slots, replaced) for k, v in template.items()}
+        return {k: _built(v, slots, tensors) for k, v in template.items()}
     return template
 
 

@@ -37,14 +37,24 @@ def step_outputs(step) -> list:
 
 def slots_in(template):
     """The slots a template refers to."""
+    return (ref.slot for ref in _refs_in(template))
+
+
+def _refs_in(template):
+    """The Refs and TensorRefs in a template."""
     if isinstance(template, (Ref, TensorRef)):
-        yield template.slot
+        yield template
     elif type(template) in (tuple, list):
         for t in template:
-            yield from slots_in(t)
+            yield from _refs_in(t)
     elif type(template) is dict:
         for t in template.values():
-            yield from slots_in(t)
+            yield from _refs_in(t)
+
+
+def tensor_slots_in(template):
+    """The slots a template's TensorRefs refer to (the tensors a replay makes)."""
+    return (t.slot for t in _refs_in(template) if isinstance(t, TensorRef))
 
 
 def has_ref(template) -> bool:
