@@ -10,7 +10,9 @@ medians):
   32; forward, backward, AdamW step, zero_grad), the whole step compiled, and the same
   step of a minGPT-style GPT of that size (mingpt_style.py);
 - a training step of `python -m train.toy_translate`'s Transformer at its CPU defaults,
-  on one batch shape (the model compiled, backward through its node);
+  on one batch shape (the model compiled, backward through its node), with the C
+  allocator's defaults and then with the heap setting the command makes before it
+  trains (train/heap.py: freed memory kept for the next step, no page faults);
 - the capture: the first call of the compiled GPT step (run, roll back, replay, compare)
   against one eager step, in this process once the kernels are loaded;
 - the first toy_translate step in a new process, eager and compiled, with the kernel cache
@@ -42,6 +44,7 @@ from train.char_lm_model import ModelConfig, char_lm_class
 from train.checkpoint import new_train_state
 from train.config import DEFAULTS
 from train.data import make_dataset
+from train.heap import keep_freed_memory
 from train.loop import make_batch
 
 GPT = dict(layers=4, heads=4, embedding=64, context=16, batch=32, vocab=65)
@@ -161,9 +164,15 @@ def main() -> None:
         rows.append(_row(f"{name}, {size_text}", 1e3, "ms", gpt_times[style]))
 
     eager_translate, compiled_translate = translate_step(args.quick)
-    rows.append(_row("toy_translate step (CPU defaults, one batch shape)", 1e3, "ms",
-                     median_times({"eager": eager_translate, "compiled": compiled_translate},
-                                  repeats=args.repeats, warmup=2)))
+    for heap, prepare in (("the C allocator's defaults", None),
+                          ("the command's heap setting", keep_freed_memory)):
+        if prepare is not None:
+            prepare()  # for the rest of this process (the rows above are done)
+        rows.append(_row(f"toy_translate step (CPU defaults, one batch shape), {heap}",
+                         1e3, "ms",
+                         median_times({"eager": eager_translate,
+                                       "compiled": compiled_translate},
+                                      repeats=args.repeats, warmup=2)))
     rows.append(_row("GPT step: first compiled call (capture) vs an eager step", 1e3, "ms",
                      {"eager": gpt_times["char_lm"]["eager"],
                       "compiled": capture_seconds["char_lm"]}))

@@ -55,8 +55,9 @@ def test_bench_overhead_runs_every_case():
 def test_bench_compile_runs_every_case():
     out = run_module("benchmarks.bench_compile", "--quick", "--repeats", "2")
     rows = table_rows(out)
-    assert rows[0].startswith("| case") and len(rows) == 1 + 6
+    assert rows[0].startswith("| case") and len(rows) == 1 + 7
     assert "minGPT-style step" in rows[3] and "kernel cache warm" in rows[-1]
+    assert "allocator's defaults" in rows[4] and "the command's heap setting" in rows[5]
 
 
 def test_bench_graph_memory_runs():
