@@ -149,6 +149,25 @@ def test_a_step_that_changes_python_state_runs_eagerly(state):
     assert module.calls == (2 if state == "a number" else [2, 2])
 
 
+CALLS = 0  # a global counter that a compiled step increments
+
+
+def test_a_step_that_changes_a_global_it_reads_runs_eagerly_and_counts_once_per_call():
+    global CALLS
+    CALLS = 0
+
+    def counting(x):
+        global CALLS
+        CALLS += 1
+        return x * 2
+
+    compiled = mg.compile(counting)
+    with pytest.warns(RuntimeWarning, match=r"the step changes CALLS, a Python value it"):
+        compiled(mg.ones(2))
+    compiled(mg.ones(2))
+    assert CALLS == 2  # the capture's run was undone
+
+
 def test_an_error_of_the_step_propagates_and_leaves_the_state_as_eager_leaves_it():
     weight = mg.ones(2, requires_grad=True)
 

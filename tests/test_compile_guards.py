@@ -304,6 +304,82 @@ def test_the_attributes_of_an_argument_object_are_checked():
     assert _plans(compiled) == len(changes)
 
 
+SCALE = 2.0  # a global number that compiled steps read
+
+
+class _Settings:
+    def __init__(self, scale: float):
+        self.scale = scale
+
+
+SETTINGS = types.SimpleNamespace(inner=_Settings(2.0))  # a global object they read into
+
+
+def test_a_global_number_the_step_reads_chooses_the_plan():
+    global SCALE
+    compiled = mg.compile(lambda x: x * SCALE)
+    x = mg.randn(3)
+    try:
+        for value in (2.0, 3.0, 2.0):
+            SCALE = value
+            assert_bits_equal(compiled(x).array, (x * value).array)
+    finally:
+        SCALE = 2.0
+    assert _plans(compiled) == 2
+
+
+def test_attribute_chains_the_step_reads_choose_the_plan():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+            self.settings = _Settings(2.0)
+
+        def forward(self, x, config):
+            return (self.linear(x) * self.settings.scale * config.inner.scale
+                    + SETTINGS.inner.scale)
+
+    module = Scaled()
+    config = types.SimpleNamespace(inner=_Settings(1.0))
+    compiled = mg.compile(module)
+    x = mg.randn(4, 3)
+    changes = [lambda: None, lambda: setattr(module.settings, "scale", 5.0),
+               lambda: setattr(config.inner, "scale", 7.0),
+               lambda: setattr(SETTINGS.inner, "scale", 3.0),
+               lambda: setattr(SETTINGS, "inner", _Settings(4.0))]
+    try:
+        for change in changes:
+            change()
+            with mg.no_grad():
+                want = (module.linear(x) * module.settings.scale * config.inner.scale
+                        + SETTINGS.inner.scale)
+                assert_bits_equal(compiled(x, config).array, want.array)
+    finally:
+        SETTINGS.inner = _Settings(2.0)
+    assert _plans(compiled) == len(changes)
+
+
+class _AddScale(mg.autograd.Function):
+    def forward(self, x):
+        return x + SCALE  # run again at every replay, reading SCALE then
+
+    def backward(self, grad):
+        return grad
+
+
+def test_a_global_read_inside_an_autograd_functions_forward_is_read_at_each_replay():
+    global SCALE
+    compiled = mg.compile(lambda x: _AddScale.apply(x) * 2)
+    x = mg.ones(2)
+    try:
+        for value in (2.0, 5.0):
+            SCALE = value
+            assert compiled(x).tolist() == [(1 + value) * 2] * 2
+    finally:
+        SCALE = 2.0
+    assert _plans(compiled) == 1
+
+
 def test_a_broadcast_view_argument_is_captured():
     positions = mg.arange(5).expand(3, 5)  # read-only, as NumPy's broadcast views are
     embedding = nn.Embedding(5, 4)

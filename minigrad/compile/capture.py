@@ -23,6 +23,7 @@ from minigrad.autograd import engine, is_grad_enabled
 from minigrad.compile.guards import Checks, argument_objects
 from minigrad.compile.patches import Patches
 from minigrad.compile.plan import Plan
+from minigrad.compile.python_reads import PythonReads
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.replay import Backward, CompiledFunction, Entry
 from minigrad.compile.results import Unreplayable, plain_result
@@ -81,8 +82,12 @@ def _capture(fn, args, kwargs, tensors):
         if isinstance(owner, Module):  # a module's forward, compiled in its place
             recorder.compiled_module = owner
             recorder.bind_module(owner)
+        reads = PythonReads()
+        recorder.python_reads = reads.reads
         try:
-            result, result_shape = plain_result(fn(*args, **kwargs))
+            with reads:
+                returned = fn(*args, **kwargs)
+            result, result_shape = plain_result(returned)
         except Unreplayable as refused:
             recorder.refuse(f"it returns {refused}")
         if recorder.backward_calls and recorder.cut_graphs:
@@ -104,9 +109,14 @@ def _capture(fn, args, kwargs, tensors):
         versions = recorder.rollback.version_changes()
         changed = recorder.rollback.changed_modules()
         recorder.rollback.restore()
+        changed_read = _put_back_reads(recorder)
     if reason is None and changed:
         reason = (f"the step changes {', '.join(changed)} (only tensor work is replayed; "
                   "keep Python state changes outside the compiled function)")
+    if reason is None and changed_read is not None:
+        reason = (f"the step changes {changed_read}, a Python value it reads (only tensor "
+                  "work is replayed; keep Python state changes outside the compiled "
+                  "function)")
     if reason is not None:
         return Broken(reason)
     try:
@@ -116,6 +126,15 @@ def _capture(fn, args, kwargs, tensors):
     entry.plan.version_changes = versions
     entry.result_shape = result_shape
     return entry, expected
+
+
+def _put_back_reads(recorder: Recorder) -> str | None:
+    """Put back the values the user's code read that the step changed (python_reads.py);
+    the first one's name, or None when it changed none."""
+    changed = [read for read in recorder.python_reads if not read.holds()]
+    for read in reversed(changed):
+        read.put_back()
+    return changed[0].text if changed else None
 
 
 def _entry(recorder: Recorder, output, backward: dict | None) -> Entry:

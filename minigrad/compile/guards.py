@@ -16,7 +16,9 @@ A plan replays one combination of what the eager run depended on:
   submodule by identity; how many it has of each), that those modules have no forward
   hooks (a hook is not replayed; the compiled module's own run around the replay), and
   the attributes of objects passed as arguments, compared the same way (modules passed
-  so are checked as called ones; optimizers, schedulers and generators are read live).
+  so are checked as called ones; optimizers, schedulers and generators are read live),
+  and the plain values the user's own code read through globals and attribute chains
+  (`scale`, `self.cfg.scale`: python_reads.py).
 
 Arguments are walked into tuples, lists, dicts, namedtuples and dataclasses: a tensor in
 any of them is an argument, read from that call.
@@ -154,6 +156,8 @@ class Checks:
                              f"{self._name(tensor)}")
         for module, state in recorder.rollback.module_states():
             lines += self._module(module, state, hooks_allowed=module is recorder.compiled_module)
+        for read in recorder.python_reads:
+            lines += self._read(read)
         for owner in recorder.argument_objects:
             if not isinstance(owner, _LIVE) and hasattr(owner, "__dict__"):
                 attributes = self._name(vars(owner))
@@ -190,6 +194,18 @@ class Checks:
         if not hooks_allowed:
             name = self._name(module)
             lines += _unless(f"{name}._forward_hooks or {name}._forward_pre_hooks")
+        return lines
+
+    def _read(self, read) -> list[str]:
+        """The statements checking one chain the user's code read (python_reads.py): each
+        link looked up in the dict of the object before it, which the link before was
+        checked to be."""
+        lines = []
+        owner = read.holder
+        for index, (name, link) in enumerate(zip(read.names, read.links, strict=True)):
+            attributes = owner if index == 0 and read.from_globals else vars(owner)
+            lines += self._value(f"{self._name(attributes)}.get({name!r}, _MISSING)", link)
+            owner = link
         return lines
 
     def _value(self, current: str, remembered) -> list[str]:

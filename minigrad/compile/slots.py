@@ -63,6 +63,7 @@ class Slots:
         self.modules: dict = {}  # id -> module called during the step
         self.compiled_module = None  # the module whose forward is compiled, if one is
         self.argument_objects: list = []  # arguments other than tensors, values, containers
+        self.python_reads: list = []  # chains the user's code read (python_reads.py)
         self.registered: list = []  # (a module's parameter or buffer dict, name, tensor)
         self.rollback = Rollback()
         self.arguments: dict[int, tuple] = {}  # id(tensor) -> (position, its object slot)

@@ -11,6 +11,7 @@ BUFFERS = "tests/test_compile_buffers.py::"
 OUTPUTS = "tests/test_compile_outputs.py::"
 API = "tests/test_compile_api.py::"
 GUARDS = "tests/test_compile_guards.py::"
+BREAKS = "tests/test_compile_breaks.py::"
 
 COMPILE_MUTANTS = [
     Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
@@ -32,6 +33,19 @@ COMPILE_MUTANTS = [
     Mutant("steps_run_before_a_group_left_unfused", "minigrad/compile/fusion.py",
            "self.before.add(index, step)", "self.before.steps.append(step)",
            (FUSION + "test_an_elementwise_run_moved_before_the_open_group_is_fused_too",)),
+    Mutant("python_reads_not_checked", "minigrad/compile/guards.py",
+           "for read in recorder.python_reads:", "for read in ():",
+           (GUARDS + "test_a_global_number_the_step_reads_chooses_the_plan",
+            GUARDS + "test_attribute_chains_the_step_reads_choose_the_plan")),
+    Mutant("reads_inside_recorded_calls_guarded", "minigrad/compile/python_reads.py",
+           'if event != "call" or ACTIVE.recorder is None or ACTIVE.recorder.depth:',
+           'if event != "call" or ACTIVE.recorder is None:',
+           (GUARDS + "test_a_global_read_inside_an_autograd_functions_forward_is_read_at_each_"
+                     "replay",)),
+    Mutant("changed_reads_left_changed", "minigrad/compile/capture.py",
+           "        read.put_back()", "        pass",
+           (BREAKS + "test_a_step_that_changes_a_global_it_reads_runs_eagerly_and_counts_once_"
+                     "per_call",)),
     Mutant("capture_holds_every_array_of_the_step", "minigrad/compile/slots.py",
            "self._alive[slot] = (_strong(traced) if keep else",
            "self._alive[slot] = (_strong(traced) if True else",
