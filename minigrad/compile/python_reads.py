@@ -39,6 +39,7 @@ import site
 import sys
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 
@@ -204,7 +205,7 @@ def chains_of(code) -> list[tuple]:
     return chains
 
 
-_CHAINS: dict = {}
+_CHAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # code -> its chains
 
 
 def _loads_method(instruction) -> bool:
