@@ -7,6 +7,8 @@ another plan, up to CACHE_SIZE_LIMIT; then the function runs eagerly, with one w
 from __future__ import annotations
 
 import dataclasses
+import enum
+import sys
 import types
 import warnings
 from collections import namedtuple
@@ -359,24 +361,110 @@ def test_attribute_chains_the_step_reads_choose_the_plan():
     assert _plans(compiled) == len(changes)
 
 
-class _AddScale(mg.autograd.Function):
+class _Mode(enum.Enum):
+    DOUBLE = 2
+    TRIPLE = 3
+
+
+class _Activation:
+    MODE = _Mode.DOUBLE  # a class attribute, read through instances
+    FACTOR = np.float32(1.5)
+
+
+ACTIVATION = F.relu  # a global function that compiled steps call
+
+
+def test_class_attributes_enums_numpy_scalars_and_functions_the_step_reads_choose_the_plan():
+    global ACTIVATION
+    settings = _Activation()
+
+    def step(x):
+        return ACTIVATION(x * settings.MODE.value * settings.FACTOR)
+
+    compiled = mg.compile(step)
+    x = mg.randn(5)
+    changes = [lambda: None, lambda: setattr(_Activation, "MODE", _Mode.TRIPLE),
+               lambda: setattr(_Activation, "FACTOR", np.float32(-2.0)),
+               lambda: globals().__setitem__("ACTIVATION", F.gelu),
+               lambda: setattr(settings, "MODE", _Mode.DOUBLE)]  # shadows the class's
+    try:
+        for change in changes:
+            change()
+            assert_bits_equal(compiled(x).array, step(x).array)
+    finally:
+        _Activation.MODE, _Activation.FACTOR = _Mode.DOUBLE, np.float32(1.5)
+        ACTIVATION = F.relu
+    assert _plans(compiled) == len(changes)
+
+
+def test_a_tracer_running_during_the_capture_goes_on_tracing():
+    called = []
+
+    def tracer(frame, event, arg):
+        called.append(frame.f_code.co_name)
+
+    def scaled(x):
+        return x * SCALE
+
+    sys.settrace(tracer)
+    try:
+        mg.compile(scaled)(mg.ones(2))
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(None)
+    assert "scaled" in called
+
+
+class _ReverseGrad(mg.autograd.Function):
+    """The identity forward; the gradient reversed and scaled by SCALE as it was then."""
+
     def forward(self, x):
-        return x + SCALE  # run again at every replay, reading SCALE then
+        self.scale = SCALE  # a replay runs the forward again; the backward is recorded
+        return x.copy()
 
     def backward(self, grad):
-        return grad
+        return grad * -self.scale
 
 
-def test_a_global_read_inside_an_autograd_functions_forward_is_read_at_each_replay():
+def test_a_global_an_autograd_function_keeps_for_its_backward_chooses_the_plan():
     global SCALE
-    compiled = mg.compile(lambda x: _AddScale.apply(x) * 2)
-    x = mg.ones(2)
+    weight = mg.ones(3, requires_grad=True)
+
+    def step():
+        weight.grad = None
+        (_ReverseGrad.apply(weight) * 2).sum().backward()
+        return weight.grad
+
+    compiled = mg.compile(step, fullgraph=True)
     try:
-        for value in (2.0, 5.0):
+        for value in (2.0, 5.0, 2.0):
             SCALE = value
-            assert compiled(x).tolist() == [(1 + value) * 2] * 2
+            assert compiled().tolist() == [-2 * value] * 3
     finally:
         SCALE = 2.0
+    assert _plans(compiled) == 2
+
+
+class _Cursor:
+    def __init__(self):
+        self.position = 0
+
+
+def _take(x, cursor):
+    piece = x[cursor.position:cursor.position + 2]
+    cursor.position += 2
+    return piece
+
+
+def test_an_object_the_step_makes_and_changes_is_not_a_guard():
+    def step(x):
+        cursor = _Cursor()  # new at every call: its attributes are nobody's state
+        return _take(x, cursor) * _take(x, cursor)
+
+    compiled = mg.compile(step, fullgraph=True)
+    for start in (0.0, 1.0, 2.0):
+        x = mg.arange(start, start + 4.0)
+        assert_bits_equal(compiled(x).array, step(x).array)
     assert _plans(compiled) == 1
 
 

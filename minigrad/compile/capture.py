@@ -23,7 +23,7 @@ from minigrad.autograd import engine, is_grad_enabled
 from minigrad.compile.guards import Checks, argument_objects
 from minigrad.compile.patches import Patches
 from minigrad.compile.plan import Plan
-from minigrad.compile.python_reads import PythonReads
+from minigrad.compile.python_reads import MAX_LINKS, PythonReads
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.replay import Backward, CompiledFunction, Entry
 from minigrad.compile.results import Unreplayable, plain_result
@@ -69,6 +69,8 @@ def capture(fn, args: tuple, kwargs: dict, tensors: list[Tensor]):
 
 def _capture(fn, args, kwargs, tensors):
     recorder, patches = Recorder(), Patches()
+    reads = PythonReads()
+    recorder.python_reads = reads.reads
     reason = backward = expected = result_shape = None
     output = _UNFINISHED  # a step may return None
     try:
@@ -82,19 +84,21 @@ def _capture(fn, args, kwargs, tensors):
         if isinstance(owner, Module):  # a module's forward, compiled in its place
             recorder.compiled_module = owner
             recorder.bind_module(owner)
-        reads = PythonReads()
-        recorder.python_reads = reads.reads
         try:
             with reads:
                 returned = fn(*args, **kwargs)
             result, result_shape = plain_result(returned)
         except Unreplayable as refused:
             recorder.refuse(f"it returns {refused}")
+        if reads.overflow:
+            recorder.refuse(f"it reads more than {MAX_LINKS} Python values (globals and "
+                            "attributes), too many to check at every call")
         if recorder.backward_calls and recorder.cut_graphs:
             recorder.refuse("a backward through a graph made before the step (of a tensor "
                             "it reads)")
         if recorder.backward_calls == 0 and is_grad_enabled():
-            backward = _trace_backward(recorder, result)
+            with reads:  # (an autograd Function's backward is the user's code too)
+                backward = _trace_backward(recorder, result)
         output = recorder.template(result, output=True)
     except GraphBreak as stop:
         reason = stop.reason
@@ -109,6 +113,7 @@ def _capture(fn, args, kwargs, tensors):
         versions = recorder.rollback.version_changes()
         changed = recorder.rollback.changed_modules()
         recorder.rollback.restore()
+        reads.drop_settled()
         changed_read = _put_back_reads(recorder)
     if reason is None and changed:
         reason = (f"the step changes {', '.join(changed)} (only tensor work is replayed; "

@@ -33,7 +33,7 @@ from minigrad.autograd.grad_mode import MODES
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.rollback import sizes_of
 from minigrad.compile.traced import plain
-from minigrad.compile.values import PLAIN, remember, same
+from minigrad.compile.values import MISSING, PLAIN, remember, same
 from minigrad.generator import Generator
 from minigrad.kernels import get_mode
 from minigrad.nn.modules.module import Module
@@ -135,7 +135,7 @@ class Checks:
     """
 
     def __init__(self, recorder: Recorder, externals: list):
-        self._globals: dict = {"_MISSING": _MISSING, "_same": same, "_sizes": sizes_of}
+        self._globals: dict = {"_MISSING": MISSING, "_same": same, "_sizes": sizes_of}
         lines = ["def hold(tensors):"]
         for e in externals:
             if e.argument is None:
@@ -198,15 +198,10 @@ class Checks:
 
     def _read(self, read) -> list[str]:
         """The statements checking one chain the user's code read (python_reads.py): each
-        link looked up in the dict of the object before it, which the link before was
-        checked to be."""
-        lines = []
-        owner = read.holder
-        for index, (name, link) in enumerate(zip(read.names, read.links, strict=True)):
-            attributes = owner if index == 0 and read.from_globals else vars(owner)
-            lines += self._value(f"{self._name(attributes)}.get({name!r}, _MISSING)", link)
-            owner = link
-        return lines
+        link, a lookup in a dict of attributes, against what it gave."""
+        return [line for attributes, _, name, remembered in read.links
+                for line in self._value(f"{self._name(attributes)}.get({name!r}, _MISSING)",
+                                        remembered)]
 
     def _value(self, current: str, remembered) -> list[str]:
         """The statement checking a Python value against what `remember` made of it (a
@@ -234,6 +229,5 @@ def _unless(condition: str) -> list[str]:
     return [f"    if {condition}:", "        return False"]
 
 
-_MISSING = object()
 # objects a replay reads live (optimizers, schedulers, generators) or checks as modules
 _LIVE = (Module, Optimizer, LRScheduler, Generator)

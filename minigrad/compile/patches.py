@@ -39,6 +39,7 @@ from minigrad.backend.device import cupy_or_none
 from minigrad.compile.recorder import Recorder
 from minigrad.compile.traced import ACTIVE
 from minigrad.compile.traced_device import device_functions, is_plain_array
+from minigrad.compile.values import MISSING
 from minigrad.distributed import collectives
 from minigrad.generator import Generator
 from minigrad.nn import utils as nn_utils
@@ -72,12 +73,12 @@ class Patches:
         self._originals: list = []  # (owner, name, original)
 
     def _set(self, owner, name: str, replacement) -> None:
-        self._originals.append((owner, name, owner.__dict__.get(name, _MISSING)))
+        self._originals.append((owner, name, owner.__dict__.get(name, MISSING)))
         setattr(owner, name, replacement)
 
     def remove(self) -> None:
         for owner, name, original in reversed(self._originals):
-            if original is _MISSING:
+            if original is MISSING:
                 delattr(owner, name)
             else:
                 setattr(owner, name, original)
@@ -128,7 +129,6 @@ class Patches:
         self._set(nn_utils, "clip_grad_norm_", clip)
 
 
-_MISSING = object()
 
 
 @functools.lru_cache(maxsize=4)

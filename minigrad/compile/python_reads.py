@@ -5,35 +5,48 @@ A plan bakes in the numbers the eager run computed with: in `x * scale`, `scale`
 constant of the recorded multiply. When `scale` is a global, or an attribute that the
 code reads through a chain (`self.cfg.scale`, `config.train.dropout`), a later change to
 it must not replay the old number. While the step runs to be captured, `PythonReads`
-watches which functions of the user's code run (`sys.setprofile`: a call event per
-Python function; the code of minigrad, of the standard library and of installed packages
-is skipped, and so is a module's top level, run once at its import, and code run inside
-a recorded call, which a replay runs again: an autograd Function's forward, an
-optimizer's step) and reads, in each one's bytecode, the chains it loads:
+watches which functions of the user's code run (`sys.settrace`: a call event per
+Python function, no line events; the code of minigrad, of the standard library and of
+installed packages is skipped, and so is a module's top level, run once at its import)
+and reads, in each one's bytecode, the chains it loads:
 
     LOAD_GLOBAL scale                      -> the global `scale`
     LOAD_FAST self; LOAD_ATTR cfg; LOAD_ATTR scale
                                            -> self.cfg.scale, from the call's `self`
     LOAD_GLOBAL config; LOAD_ATTR dropout  -> config.dropout
 
-Each chain whose end is a plain value (a number, a string, None) or a list, tuple or
-dict of them (values.py) becomes a `Read`: where its first link lives (the function's
-globals, or the object an argument held), the names along it, and what each link was
-when the function was entered: the objects in between by identity, the end by value.
-Links are followed only through an object's own `__dict__` (an instance's attributes, a
-Python module's globals, a class's attributes), never through a property, which would
-run code. guards.py checks the reads before every replay, as it checks a module's
-attributes; a read that changed looks for, or captures, another plan.
+Each chain becomes a `Read`: one link per name, each a lookup in a `__dict__` (the
+function's globals, an instance's attributes, a Python module's or a class's) and what it
+gave when the function was entered: a number, a string, None, a NumPy scalar or a
+list, tuple or dict of them by value (values.py; a container of more than MAX_ITEMS
+items by identity), anything else by identity. An attribute that is not in the
+instance's own `__dict__` is a link saying so, then, for a class attribute, a link into
+the class that holds it; a property or a method ends the chain (no guard runs code), and
+so does a library's module (`np.pi`, `F.relu`: the capture patches some of minigrad's
+functions while it runs).
+guards.py checks every link before every replay; a link that changed looks for, or
+captures, another plan.
 
 A step that changes a value it reads (a global counter it increments) would never find
 its plan again: after the capture, a read that no longer `holds()` is put back as it was
 (`put_back`, as the rollback puts back a module's attributes) and the step runs eagerly
-(capture.py). Not seen: values read through a closure's cells, by `getattr` with a computed
-name, or inside minigrad (its modules' attributes are checked by guards.py).
+(capture.py). Reads of an object the step made (a cursor it creates and advances) are
+dropped: once the step is over, only the reads hold it. Code that a replay runs again
+(an autograd Function's forward, an optimizer's step: inside a recorded call) is watched
+too, since a number it stores can reach a recorded backward (`self.alpha = ALPHA`, for a
+gradient reversal): its reads that end in a number are guarded, unless the step changes
+them, which the replay does again. A tensor of the call's own arguments is read from
+each call, not guarded.
+
+Not seen: a local alias (`cfg = self.cfg; cfg.scale`), a closure's own variables,
+`getattr` with a computed name, and code installed as a package. A value another thread
+changes while the step is captured is put back as if the step had changed it.
 """
 from __future__ import annotations
 
 import dis
+import enum
+import functools
 import os
 import site
 import sys
@@ -44,13 +57,15 @@ import weakref
 import numpy as np
 
 from minigrad.compile.traced import ACTIVE
-from minigrad.compile.values import PLAIN, recalled, remember, same
+from minigrad.compile.values import CONTAINERS, MISSING, PLAIN, recalled, remember, same
 from minigrad.tensor import Tensor
 
-_MISSING = object()
 _ROOTS = ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME")
+MAX_ITEMS = 256  # a larger list, tuple or dict (a vocabulary) is checked by identity
+MAX_LINKS = 2000  # past this, a step reads too much Python to be checked at each call
 
 
+@functools.cache
 def _library_folders() -> tuple[str, ...]:
     """Folders of code whose reads are not the user's: minigrad's, the standard
     library's and installed packages' (NumPy, Numba and what they import)."""
@@ -63,21 +78,21 @@ def _library_folders() -> tuple[str, ...]:
 
 
 class Read:
-    """One chain of loads and what each link was: `holder` is the function's globals (a
-    dict, `from_globals`) or the object an argument held; `names` the names along the
-    chain; `links[i]` the value after names[i] (remembered, values.py)."""
+    """One chain of loads: `links`, each (the attributes looked in, their owner, the
+    name, what it gave, remembered), and the chain as the code wrote it (`text`).
+    `holder` is the chain's first object (None for a global); `live`: read by code a
+    replay runs again."""
 
-    __slots__ = ("holder", "from_globals", "names", "links", "text")
+    __slots__ = ("holder", "links", "text", "live")
 
-    def __init__(self, holder, from_globals: bool, names: tuple, links: tuple, text: str):
+    def __init__(self, holder, links: tuple, text: str, live: bool):
         self.holder = holder
-        self.from_globals = from_globals
-        self.names = names
         self.links = links
-        self.text = text  # the chain as the code wrote it: "self.cfg.scale"
+        self.text = text
+        self.live = live
 
     def holds(self) -> bool:
-        """Whether every link is still what it was."""
+        """Whether every link still gives what it gave."""
         return self._first_change() is None
 
     def put_back(self) -> None:
@@ -86,48 +101,72 @@ class Read:
         change = self._first_change()
         if change is None:
             return
-        owner, attributes, name, link = change
-        value = recalled(link)
+        attributes, owner, name, remembered = change
+        value = recalled(remembered)
         if isinstance(attributes, dict):
-            attributes[name] = value
-        else:  # a class's attributes (a read-only mapping)
+            if value is MISSING:
+                attributes.pop(name, None)
+            else:
+                attributes[name] = value
+        elif value is MISSING:  # a class's attributes (a read-only mapping)
+            delattr(owner, name)
+        else:
             setattr(owner, name, value)
 
     def _first_change(self):
-        """(owner, its attributes, name, remembered link) of the first link that is no
-        longer what it was, or None."""
-        owner = self.holder
-        for index, (name, link) in enumerate(zip(self.names, self.links, strict=True)):
-            attributes = owner if index == 0 and self.from_globals else vars(owner)
-            value = attributes.get(name, _MISSING)
-            if not same(value, link):
-                return owner, attributes, name, link
-            owner = value
+        for link in self.links:
+            attributes, _, name, remembered = link
+            if not same(attributes.get(name, MISSING), remembered):
+                return link
         return None
 
 
 class PythonReads:
     """A context manager recording the reads of the user's code that runs inside it
-    (module docstring); `reads` after it, each chain once."""
+    (module docstring): `reads`, each chain once, and `overflow`, whether there were
+    more than MAX_LINKS links."""
 
     def __init__(self):
         self.reads: list[Read] = []
+        self.overflow = False
+        self._links = 0
         self._seen: set = set()
         self._user_code: dict = {}  # code object -> whether it is the user's
         self._folders = _library_folders()
         self._previous = None
 
     def __enter__(self) -> PythonReads:
-        self._previous = sys.getprofile()
-        sys.setprofile(self._profile)
+        self._previous = previous = sys.gettrace()
+        if previous is None:
+            sys.settrace(self._trace)
+        else:  # a debugger's or coverage's tracer: it goes on tracing
+            def trace(frame, event, arg):
+                self._trace(frame, event, arg)
+                return previous(frame, event, arg)
+
+            sys.settrace(trace)
         return self
 
     def __exit__(self, *exc) -> None:
-        sys.setprofile(self._previous)
+        sys.settrace(self._previous)
 
-    def _profile(self, frame, event, _arg) -> None:
-        if event != "call" or ACTIVE.recorder is None or ACTIVE.recorder.depth:
-            return  # (inside a recorded call: a replay runs that code again, live)
+    def drop_settled(self) -> None:
+        """After the step: forget the reads of objects the step made (nothing but the
+        reads holds them now) and the changes of code a replay runs again."""
+        ours: dict[int, int] = {}  # id -> the references the reads hold
+        for read in self.reads:
+            for obj in (read.holder, *(o for link in read.links for o in link[1::2])):
+                ours[id(obj)] = ours.get(id(obj), 0) + 1
+        self.reads[:] = [read for read in self.reads
+                         if not (read.live and not read.holds())
+                         and not (read.holder is not None
+                                  and sys.getrefcount(read.holder) - 1 <= ours[id(read.holder)])]
+
+    def _trace(self, frame, _event, _arg) -> None:
+        """The global trace function: called as each Python function starts ("call");
+        None, so that no line of it is traced."""
+        if ACTIVE.recorder is None:
+            return
         code = frame.f_code
         user = self._user_code.get(code)
         if user is None:
@@ -137,48 +176,54 @@ class PythonReads:
                     and code.co_name != "<module>")
             self._user_code[code] = user
         if user:
-            self._record(frame, code)
+            self._record(frame, code, live=ACTIVE.recorder.depth > 0)
 
-    def _record(self, frame, code) -> None:
+    def _record(self, frame, code, live: bool) -> None:
         arguments = None
         for kind, root, names in chains_of(code):
             if kind == "global":
                 if root in frame.f_globals:  # (else a builtin)
-                    self._add(frame.f_globals, True, (root, *names), "")
+                    self._add(None, frame.f_globals, (root, *names), "", live)
                 continue
             if arguments is None:
                 arguments = frame.f_locals
-            holder = arguments.get(root, _MISSING)
-            if holder is not _MISSING and _followable(holder):
-                self._add(holder, False, names, f"{root}.")
+            holder = arguments.get(root, MISSING)
+            if holder is not MISSING and _followable(holder):
+                self._add(holder, None, names, f"{root}.", live)
 
-    def _add(self, holder, from_globals: bool, names: tuple, prefix: str) -> None:
-        key = (id(holder), names)
-        if key in self._seen:
+    def _add(self, holder, global_names, names: tuple, prefix: str, live: bool) -> None:
+        key = (id(holder) if holder is not None else id(global_names), names)
+        if key in self._seen or self.overflow:
             return
         self._seen.add(key)
         links = []
-        owner = holder
+        owner = value = holder
+        index = 0
         for index, name in enumerate(names):
-            value = (owner.get(name, _MISSING) if index == 0 and from_globals
-                     else _own(owner, name))
-            if value is _MISSING:
-                return  # a property, a method, a slot: not followed
-            links.append(remember(value))
-            if _is_plain(value):
-                chain = names[:index + 1]
-                self.reads.append(Read(holder, from_globals, chain, tuple(links),
-                                       prefix + ".".join(chain)))
-                return
-            if not _followable(value):
-                return
+            if index == 0 and global_names is not None:
+                value = global_names.get(name, MISSING)
+                found = [(global_names, None, value)]
+            else:
+                found, value = _lookup(owner, name)
+            if id(value) in ACTIVE.recorder.arguments:
+                break  # a tensor of the call's arguments: read from each call
+            links += [(attributes, where, name, _remember(v)) for attributes, where, v in found]
+            if value is MISSING or not _followable(value):
+                break
             owner = value
+        if live and not _is_scalar(value):
+            return  # what code run again at each replay reads, but a number it may keep
+        if links:
+            self._links += len(links)
+            self.overflow = self._links > MAX_LINKS
+            text = prefix + ".".join(names[:index + 1])
+            self.reads.append(Read(holder, tuple(links), text, live))
 
 
 def chains_of(code) -> list[tuple]:
     """(kind, root name, attribute names) for each chain of loads in `code`'s bytecode:
-    kind "global" for LOAD_GLOBAL, "local" for an argument or a local; a method load
-    ends a chain before the method."""
+    kind "global" for LOAD_GLOBAL, "local" for an argument or a local; a method loaded
+    for a call (`F.relu(x)`) ends its chain; `x.n += 1` (COPY, then LOAD_ATTR) is one."""
     chains = _CHAINS.get(code)
     if chains is None:
         chains = []
@@ -191,11 +236,13 @@ def chains_of(code) -> list[tuple]:
                 kind = "global" if name in ("LOAD_GLOBAL", "LOAD_NAME") else "local"
                 current = (kind, instruction.argval, ())
                 continue
-            if (name == "LOAD_ATTR" and current is not None
-                    and not _loads_method(instruction)):
-                current = (current[0], current[1], (*current[2], instruction.argval))
+            if current is not None and name == "COPY" and instruction.arg == 1:
                 continue
-            if current is not None:
+            if name in ("LOAD_ATTR", "LOAD_METHOD") and current is not None:
+                current = (current[0], current[1], (*current[2], instruction.argval))
+                if name == "LOAD_ATTR" and not _loads_method(instruction):
+                    continue
+            if current is not None:  # (a method ends the chain, itself its last link)
                 chains.append(current)
             current = None
         if current is not None:
@@ -213,32 +260,57 @@ def _loads_method(instruction) -> bool:
     return sys.version_info >= (3, 12) and bool(instruction.arg & 1)
 
 
-def _own(owner, name: str):
-    """owner.name where it is plain data in the owner's own __dict__ (an instance's, a
-    module's or a class's), else _MISSING."""
+def _lookup(owner, name: str) -> tuple[list, object]:
+    """([(attributes, their owner, what `name` gave there)], owner.name or MISSING):
+    the owner's own __dict__, then, for an attribute it lacks, the class that holds it
+    (a method by identity; a property, whose code a check would run, ends the chain)."""
     attributes = getattr(owner, "__dict__", None)
-    if attributes is None:
-        return _MISSING
-    value = attributes.get(name, _MISSING)
-    if isinstance(owner, type) and hasattr(type(value), "__get__"):
-        return _MISSING  # a method or property of a class
-    return value
+    if attributes is None or _is_library_module(owner):
+        return [], MISSING  # __slots__, a builtin; NumPy's or minigrad's functions
+    value = attributes.get(name, MISSING)
+    if value is not MISSING:
+        if isinstance(owner, type) and _is_descriptor(value):
+            return [], MISSING
+        return [(attributes, owner, value)], value
+    found = [(attributes, owner, MISSING)]
+    classes = owner.__mro__[1:] if isinstance(owner, type) else type(owner).__mro__
+    for cls in classes:
+        inherited = vars(cls).get(name, MISSING)
+        if inherited is not MISSING:
+            if _is_descriptor(inherited):
+                return found, MISSING
+            return [*found, (vars(cls), cls, inherited)], inherited
+    return found, MISSING
 
 
-def _is_plain(value) -> bool:
-    """A value compared by value: a number, a string, None, or a list, tuple or dict
-    holding only such values."""
-    if type(value) in PLAIN:
-        return True
-    if type(value) in (list, tuple):
-        return all(_is_plain(v) for v in value)
-    if type(value) is dict:
-        return all(_is_plain(v) for v in value.values())
-    return False
+def _is_descriptor(attribute) -> bool:
+    """A method or a property of a class: what an access gives is made by its __get__
+    (and a capture's patches replace some of them while it runs)."""
+    return hasattr(type(attribute), "__get__")
+
+
+def _is_library_module(owner) -> bool:
+    """A Python module of minigrad, the standard library or an installed package."""
+    return (isinstance(owner, types.ModuleType)
+            and (getattr(owner, "__file__", None) or "<").startswith(_library_folders()))
+
+
+def _remember(value):
+    """remember(value), but a large container by identity (checked at every call)."""
+    if isinstance(value, CONTAINERS) and len(value) > MAX_ITEMS:
+        return value
+    return remember(value)
+
+
+def _is_scalar(value) -> bool:
+    """A number, a string, None or an enum member."""
+    return type(value) in PLAIN or isinstance(value, (np.generic, enum.Enum))
 
 
 def _followable(value) -> bool:
-    """An object whose own attributes a chain may go on into: not a tensor, an array or
-    a function (their attributes are not the step's settings)."""
-    return not isinstance(value, (Tensor, np.ndarray, types.FunctionType,
-                                  types.BuiltinFunctionType, types.MethodType))
+    """An object whose own attributes a chain may go on into: not a value compared by
+    value, a tensor, an array or a function (their attributes are not settings)."""
+    return not (type(value) in PLAIN
+                or isinstance(value, (*CONTAINERS, Tensor, np.ndarray, np.generic, enum.Enum,
+                                      types.FunctionType, types.BuiltinFunctionType,
+                                      types.MethodType, staticmethod, classmethod)))

@@ -15,7 +15,7 @@ import numpy as np
 from minigrad import random
 from minigrad.compile.traced import plain
 from minigrad.compile.traced_device import is_array
-from minigrad.compile.values import recalled, remember, same
+from minigrad.compile.values import MISSING, recalled, remember, same
 from minigrad.generator import Generator
 from minigrad.nn.modules.hooks import HOOK_REGISTRIES
 from minigrad.optim.lr_scheduler_base import LRScheduler
@@ -155,7 +155,7 @@ class ModuleState:
     def changes(self, module) -> list[str]:
         """The names whose values `module` no longer has."""
         names = [name for name, value in self.attributes.items()
-                 if not same(vars(module).get(name, _MISSING), value)]
+                 if not same(vars(module).get(name, MISSING), value)]
         names += [name for name in vars(module)
                   if name not in self.attributes and name not in _REGISTRIES]
         return names + [name for name in self.children.keys() | module._modules.keys()
@@ -175,7 +175,6 @@ def sizes_of(module) -> tuple:
             len(module._modules))
 
 
-_MISSING = object()
 # a module's dicts of parameters, buffers, submodules and hooks: the same objects always
 _REGISTRIES = frozenset({"_parameters", "_buffers", "_modules", *HOOK_REGISTRIES})
 

@@ -2,8 +2,9 @@
 an object passed as an argument), how a guard compares them later, and how a rollback
 puts them back.
 
-Numbers, strings and None compare by value. Lists, tuples and dicts compare item by
-item, so they are remembered with their items (`Remembered`): a list changed in place
+Numbers, strings and None compare by value. Lists, tuples and dicts (their subclasses
+too: an OrderedDict, a defaultdict, a namedtuple) compare item by item, so they are
+remembered with their items (`Remembered`): a list changed in place
 (`self.scales[0] = 7.0`, `self.cache.append(x)`) is a change, and one a rollback undoes
 in place. Anything else (a tensor, a function, a module) compares by identity.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 # compared by value; also what a call key holds by value (guards.py)
 PLAIN = (bool, int, float, complex, str, bytes, type(None))
+MISSING = object()  # what a lookup gives for an absent attribute (compared by identity)
+CONTAINERS = (list, tuple, dict)  # compared item by item, subclasses included
 
 
 class Remembered:
@@ -20,14 +23,14 @@ class Remembered:
 
     def __init__(self, container):
         self.container = container
-        pairs = container.items() if type(container) is dict else enumerate(container)
+        pairs = container.items() if isinstance(container, dict) else enumerate(container)
         self.items = {k: remember(v) for k, v in pairs}
 
 
 def remember(value):
     """What `same` and `put_back` need of a value: a Remembered for a list, tuple or
     dict, the value itself otherwise."""
-    return Remembered(value) if type(value) in (list, tuple, dict) else value
+    return Remembered(value) if isinstance(value, CONTAINERS) else value
 
 
 def same(value, remembered) -> bool:
@@ -35,7 +38,7 @@ def same(value, remembered) -> bool:
     if isinstance(remembered, Remembered):
         if value is not remembered.container:
             return False
-        pairs = value.items() if type(value) is dict else enumerate(value)
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
         current = dict(pairs)
         return current.keys() == remembered.items.keys() and all(
             same(current[k], item) for k, item in remembered.items.items())
@@ -52,9 +55,9 @@ def recalled(remembered):
         return remembered
     container = remembered.container
     items = {k: recalled(item) for k, item in remembered.items.items()}
-    if type(container) is dict:
+    if isinstance(container, dict):
         container.clear()
         container.update(items)
-    elif type(container) is list:
+    elif isinstance(container, list):
         container[:] = list(items.values())
     return container

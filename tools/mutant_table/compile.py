@@ -37,11 +37,15 @@ COMPILE_MUTANTS = [
            "for read in recorder.python_reads:", "for read in ():",
            (GUARDS + "test_a_global_number_the_step_reads_chooses_the_plan",
             GUARDS + "test_attribute_chains_the_step_reads_choose_the_plan")),
-    Mutant("reads_inside_recorded_calls_guarded", "minigrad/compile/python_reads.py",
-           'if event != "call" or ACTIVE.recorder is None or ACTIVE.recorder.depth:',
-           'if event != "call" or ACTIVE.recorder is None:',
-           (GUARDS + "test_a_global_read_inside_an_autograd_functions_forward_is_read_at_each_"
-                     "replay",)),
+    Mutant("reads_inside_recorded_calls_not_watched", "minigrad/compile/python_reads.py",
+           "        if ACTIVE.recorder is None:\n",
+           "        if ACTIVE.recorder is None or ACTIVE.recorder.depth:\n",
+           (GUARDS + "test_a_global_an_autograd_function_keeps_for_its_backward_chooses_the_"
+                     "plan",)),
+    Mutant("reads_of_objects_the_step_made_kept", "minigrad/compile/python_reads.py",
+           "sys.getrefcount(read.holder) - 1 <= ours[id(read.holder)]",
+           "sys.getrefcount(read.holder) < 0",
+           (GUARDS + "test_an_object_the_step_makes_and_changes_is_not_a_guard",)),
     Mutant("changed_reads_left_changed", "minigrad/compile/capture.py",
            "        read.put_back()", "        pass",
            (BREAKS + "test_a_step_that_changes_a_global_it_reads_runs_eagerly_and_counts_once_"
