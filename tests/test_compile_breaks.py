@@ -6,6 +6,7 @@ eager step runs when one differs."""
 from __future__ import annotations
 
 import inspect
+import types
 import warnings
 
 import numpy as np
@@ -166,6 +167,67 @@ def test_a_step_that_changes_a_global_it_reads_runs_eagerly_and_counts_once_per_
         compiled(mg.ones(2))
     compiled(mg.ones(2))
     assert CALLS == 2  # the capture's run was undone
+
+
+SETTINGS = types.SimpleNamespace(precise=True)  # a setting a step changes for a while
+LAZY = None  # a global a step sets up at its first call
+
+
+def test_a_setting_changed_for_the_call_and_restored_is_left_as_it_was():
+    def scaled(x):
+        return x * (2.0 if SETTINGS.precise else 3.0)
+
+    def step(x):
+        SETTINGS.precise = False  # read by scaled() as the step left it, not as it was
+        try:
+            return scaled(x)
+        finally:
+            SETTINGS.precise = True
+
+    with pytest.raises(Unsupported, match="the step changes SETTINGS.precise"):
+        mg.compile(step, fullgraph=True)(mg.ones(2))
+    assert SETTINGS.precise is True  # not put back to what scaled() found
+    compiled = mg.compile(step)
+    for _ in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert compiled(mg.ones(2)).tolist() == [3.0, 3.0]
+        assert SETTINGS.precise is True
+
+
+def test_an_object_counting_inside_a_function_the_step_calls_counts_once_per_call():
+    class Schedule:  # the annotated Transformer's NoamOpt keeps its step so
+        def __init__(self):
+            self.steps = 0
+
+        def advance(self):
+            self.steps += 1
+            return float(self.steps)
+
+    schedule = Schedule()
+    compiled = mg.compile(lambda x: x * schedule.advance())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = [compiled(mg.ones(1)).item() for _ in range(3)]
+    assert got == [1.0, 2.0, 3.0] and schedule.steps == 3
+
+
+def test_a_global_set_up_at_the_first_call_is_captured_at_the_next():
+    global LAZY
+    LAZY = None
+
+    def table():
+        global LAZY
+        if LAZY is None:
+            LAZY = 3.0
+        return LAZY
+
+    compiled = mg.compile(lambda x: x * table())
+    with pytest.warns(RuntimeWarning, match="the step changes LAZY"):
+        compiled(mg.ones(2))
+    for _ in range(2):
+        assert compiled(mg.ones(2)).tolist() == [3.0, 3.0]
+    assert compiled._plan_count == 1
 
 
 def test_an_error_of_the_step_propagates_and_leaves_the_state_as_eager_leaves_it():

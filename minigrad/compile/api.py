@@ -35,6 +35,9 @@ from minigrad.compile.traced import ACTIVE
 from minigrad.nn.modules.module import Module
 
 CACHE_SIZE_LIMIT = 8  # plans per compiled function (torch._dynamo.config.cache_size_limit)
+# captures of one call key that changed Python state before its calls run eagerly for good:
+# a change made once (a set-up at the first call, a cache filled) is not made again
+CAPTURES_THAT_CHANGE = 2
 MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
@@ -87,6 +90,7 @@ class CompiledFunction:
         self._plans: dict[tuple, list] = {}
         self._plan_count = 0
         self._eager: dict = {}  # call key whose step cannot be captured -> why
+        self._changes: dict = {}  # call key -> captures that changed Python state
         self._warned: set[str] = set()
         self._blocks = Blocks()  # memory for its plans' buffers (buffers.py)
 
@@ -150,7 +154,9 @@ class CompiledFunction:
         if captured is None:  # another thread is capturing
             return self._fn(*args, **kwargs)
         if isinstance(captured, Broken):
-            self._eager[key] = captured.reason
+            self._changes[key] = self._changes.get(key, 0) + captured.changes
+            if not captured.changes or self._changes[key] >= CAPTURES_THAT_CHANGE:
+                self._eager[key] = captured.reason  # for good
             return self._eager_call(captured.reason, args, kwargs)
         entry, expected = captured
         entry.pinned = argument_objects(args, kwargs)

@@ -49,10 +49,13 @@ _UNFINISHED = object()  # the output of a capture whose step raised or broke
 
 
 class Broken:
-    """A step that cannot be captured, and why (the op and the line of user code)."""
+    """A step that cannot be captured, and why (the op and the line of user code);
+    `changes`: because it changed Python state, which a later call may not (a set-up
+    done at the first call, a cache filled once)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, changes: bool = False):
         self.reason = reason
+        self.changes = changes
 
 
 def capture(fn, args: tuple, kwargs: dict, tensors: list[Tensor]):
@@ -116,12 +119,13 @@ def _capture(fn, args, kwargs, tensors):
         reads.drop_settled()
         changed_read = _put_back_reads(recorder)
     if reason is None and changed:
-        reason = (f"the step changes {', '.join(changed)} (only tensor work is replayed; "
-                  "keep Python state changes outside the compiled function)")
+        return Broken(f"the step changes {', '.join(changed)} (only tensor work is "
+                      "replayed; keep Python state changes outside the compiled function)",
+                      changes=True)
     if reason is None and changed_read is not None:
-        reason = (f"the step changes {changed_read}, a Python value it reads (only tensor "
-                  "work is replayed; keep Python state changes outside the compiled "
-                  "function)")
+        return Broken(f"the step changes {changed_read}, a Python value it reads (only "
+                      "tensor work is replayed; keep Python state changes outside the "
+                      "compiled function)", changes=True)
     if reason is not None:
         return Broken(reason)
     try:
@@ -134,11 +138,14 @@ def _capture(fn, args, kwargs, tensors):
 
 
 def _put_back_reads(recorder: Recorder) -> str | None:
-    """Put back the values the user's code read that the step changed (python_reads.py);
-    the first one's name, or None when it changed none."""
+    """Put back the values the step changed inside the function that read them
+    (python_reads.py: what a function reads may be what the step wrote before calling
+    it, not what it found); the first changed read's name, or None when it changed
+    none."""
     changed = [read for read in recorder.python_reads if not read.holds()]
     for read in reversed(changed):
-        read.put_back()
+        if read.changed_inside:
+            read.put_back()
     return changed[0].text if changed else None
 
 

@@ -27,20 +27,31 @@ functions while it runs).
 guards.py checks every link before every replay; a link that changed looks for, or
 captures, another plan.
 
-A step that changes a value it reads (a global counter it increments) would never find
-its plan again: after the capture, a read that no longer `holds()` is put back as it was
-(`put_back`, as the rollback puts back a module's attributes) and the step runs eagerly
-(capture.py). Reads of an object the step made (a cursor it creates and advances) are
-dropped: once the step is over, only the reads hold it. Code that a replay runs again
-(an autograd Function's forward, an optimizer's step: inside a recorded call) is watched
-too, since a number it stores can reach a recorded backward (`self.alpha = ALPHA`, for a
-gradient reversal): its reads that end in a number are guarded, unless the step changes
-them, which the replay does again. A tensor of the call's own arguments is read from
-each call, not guarded.
+An attribute of a module is not a link: guards.py checks a module's attributes as the
+step found them (a chain goes on through it, `self.cfg.scale`).
 
-Not seen: a local alias (`cfg = self.cfg; cfg.scale`), a closure's own variables,
-`getattr` with a computed name, and code installed as a package. A value another thread
-changes while the step is captured is put back as if the step had changed it.
+A step that changes a value it reads (a global counter it increments) would never find
+its plan again: after the capture, the step runs eagerly (capture.py), its change first
+put back (`put_back`, as the rollback puts back a module's attributes) where the change
+happened inside the function that read the value: what that function found is then what
+the step found (a function may also read what the step wrote before calling it, a
+setting changed for a while, which is left as it is). Each function of the user's code
+whose reads were recorded is told when it returns (a local trace function, its line
+events off), to know which. Reads of an object the step made (a cursor it creates and
+advances) are dropped: once the step is over, only the reads hold it. An autograd
+Function's forward, which a replay runs again, is watched too, since a number it stores
+can reach a recorded backward (`self.alpha = ALPHA`, for a gradient reversal): its reads
+that end in a number are guarded, unless the step changes them, which the replay does
+again. Other code inside a recorded call (an optimizer's or a scheduler's step) reads
+its values live at each replay and is not watched. A tensor of the call's own arguments
+is read from each call, not guarded.
+
+Not seen: a local alias (`cfg = self.cfg; cfg.scale`), a loop variable or a subscript
+(`blocks[0].scale`), a closure's own variables, `getattr()`, `type(self).SCALE`, an object
+with `__slots__`, and code installed as a package; a chain in a branch the step did not
+take is guarded all the same. Under another tracer (a debugger, coverage) no change is
+put back. A value another thread changes while the step is captured is taken for the
+step's change.
 """
 from __future__ import annotations
 
@@ -58,11 +69,12 @@ import numpy as np
 
 from minigrad.compile.traced import ACTIVE
 from minigrad.compile.values import CONTAINERS, MISSING, PLAIN, recalled, remember, same
+from minigrad.nn.modules.module import Module
 from minigrad.tensor import Tensor
 
 _ROOTS = ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME")
 MAX_ITEMS = 256  # a larger list, tuple or dict (a vocabulary) is checked by identity
-MAX_LINKS = 2000  # past this, a step reads too much Python to be checked at each call
+MAX_LINKS = 10_000  # past this, a step reads too much Python to check at each call
 
 
 @functools.cache
@@ -81,15 +93,18 @@ class Read:
     """One chain of loads: `links`, each (the attributes looked in, their owner, the
     name, what it gave, remembered), and the chain as the code wrote it (`text`).
     `holder` is the chain's first object (None for a global); `live`: read by code a
-    replay runs again."""
+    replay runs again; `changed_inside`: whether the function that read it (or one it
+    called) changed it, so that what it gave is what the step found before it changed
+    it (what a function reads may also be what the step wrote before calling it)."""
 
-    __slots__ = ("holder", "links", "text", "live")
+    __slots__ = ("holder", "links", "text", "live", "changed_inside")
 
     def __init__(self, holder, links: tuple, text: str, live: bool):
         self.holder = holder
         self.links = links
         self.text = text
         self.live = live
+        self.changed_inside = False  # by the function that read it, as it returned
 
     def holds(self) -> bool:
         """Whether every link still gives what it gave."""
@@ -162,11 +177,12 @@ class PythonReads:
                          and not (read.holder is not None
                                   and sys.getrefcount(read.holder) - 1 <= ours[id(read.holder)])]
 
-    def _trace(self, frame, _event, _arg) -> None:
-        """The global trace function: called as each Python function starts ("call");
-        None, so that no line of it is traced."""
+    def _trace(self, frame, _event, _arg):
+        """The global trace function, called as each Python function starts ("call"):
+        for a function whose reads it recorded, a local one told when it returns (no
+        line of it is traced); else None."""
         if ACTIVE.recorder is None:
-            return
+            return None
         code = frame.f_code
         user = self._user_code.get(code)
         if user is None:
@@ -175,26 +191,45 @@ class PythonReads:
             user = (not name.startswith(self._folders) and not name.startswith("<frozen")
                     and code.co_name != "<module>")
             self._user_code[code] = user
-        if user:
-            self._record(frame, code, live=ACTIVE.recorder.depth > 0)
+        if not user:
+            return None
+        recorder = ACTIVE.recorder
+        if recorder.depth and recorder.unit_arrays is None:
+            return None  # code a replay runs again, storing nothing for a backward
+        read = self._record(frame, code, live=recorder.depth > 0)
+        if not read or self._previous is not None:
+            return None
+        frame.f_trace_lines = False
 
-    def _record(self, frame, code, live: bool) -> None:
+        def returned(_frame, event, _arg):
+            if event == "return":
+                for one in read:
+                    one.changed_inside = not one.holds()
+            return returned
+
+        return returned
+
+    def _record(self, frame, code, live: bool) -> list:
+        """The reads of the function `frame` just entered, as they are now."""
+        read = []
         arguments = None
         for kind, root, names in chains_of(code):
             if kind == "global":
                 if root in frame.f_globals:  # (else a builtin)
-                    self._add(None, frame.f_globals, (root, *names), "", live)
+                    read.append(self._add(None, frame.f_globals, (root, *names), "", live))
                 continue
             if arguments is None:
                 arguments = frame.f_locals
             holder = arguments.get(root, MISSING)
             if holder is not MISSING and _followable(holder):
-                self._add(holder, None, names, f"{root}.", live)
+                read.append(self._add(holder, None, names, f"{root}.", live))
+        return [one for one in read if one is not None]
 
-    def _add(self, holder, global_names, names: tuple, prefix: str, live: bool) -> None:
+    def _add(self, holder, global_names, names: tuple, prefix: str, live: bool):
+        """The Read of one chain (None if it was read before, or gave nothing)."""
         key = (id(holder) if holder is not None else id(global_names), names)
         if key in self._seen or self.overflow:
-            return
+            return None
         self._seen.add(key)
         links = []
         owner = value = holder
@@ -212,12 +247,14 @@ class PythonReads:
                 break
             owner = value
         if live and not _is_scalar(value):
-            return  # what code run again at each replay reads, but a number it may keep
-        if links:
-            self._links += len(links)
-            self.overflow = self._links > MAX_LINKS
-            text = prefix + ".".join(names[:index + 1])
-            self.reads.append(Read(holder, tuple(links), text, live))
+            return None  # what code run again at each replay reads, but a number it keeps
+        if not links:
+            return None
+        self._links += len(links)
+        self.overflow = self._links > MAX_LINKS
+        read = Read(holder, tuple(links), prefix + ".".join(names[:index + 1]), live)
+        self.reads.append(read)
+        return read
 
 
 def chains_of(code) -> list[tuple]:
@@ -268,6 +305,8 @@ def _lookup(owner, name: str) -> tuple[list, object]:
     if attributes is None or _is_library_module(owner):
         return [], MISSING  # __slots__, a builtin; NumPy's or minigrad's functions
     value = attributes.get(name, MISSING)
+    if isinstance(owner, Module):  # its attributes are guards.py's, as the step found them
+        return [], value
     if value is not MISSING:
         if isinstance(owner, type) and _is_descriptor(value):
             return [], MISSING
@@ -296,10 +335,23 @@ def _is_library_module(owner) -> bool:
 
 
 def _remember(value):
-    """remember(value), but a large container by identity (checked at every call)."""
-    if isinstance(value, CONTAINERS) and len(value) > MAX_ITEMS:
+    """remember(value), but a container holding more than MAX_ITEMS items (nested ones
+    counted) by identity, for it is checked at every call."""
+    if isinstance(value, CONTAINERS) and _items(value, MAX_ITEMS) > MAX_ITEMS:
         return value
     return remember(value)
+
+
+def _items(value, limit: int) -> int:
+    """How many items a container holds, nested ones counted, up to just past `limit`."""
+    count = 0
+    for item in (value.values() if isinstance(value, dict) else value):
+        count += 1
+        if isinstance(item, CONTAINERS):
+            count += _items(item, limit - count)
+        if count > limit:
+            break
+    return count
 
 
 def _is_scalar(value) -> bool:
