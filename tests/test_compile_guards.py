@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
+import signal
 import sys
 import types
 import warnings
@@ -413,6 +415,25 @@ def test_a_tracer_running_during_the_capture_goes_on_tracing():
     finally:
         sys.settrace(None)
     assert "scaled" in called
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="a POSIX signal")
+def test_a_signal_handler_running_amid_a_capture_keeps_what_it_changes():
+    stop = types.SimpleNamespace(requested=False)
+
+    def handler(_number, _frame):
+        stop.requested = not stop.requested  # a read and a change, not the step's
+
+    def step(x):
+        os.kill(os.getpid(), signal.SIGUSR1)  # handled while the step is captured
+        return x * 2
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        mg.compile(step)(mg.ones(2))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert stop.requested is True
 
 
 class _ReverseGrad(mg.autograd.Function):

@@ -46,6 +46,9 @@ again. Other code inside a recorded call (an optimizer's or a scheduler's step) 
 its values live at each replay and is not watched. A tensor of the call's own arguments
 is read from each call, not guarded.
 
+A signal handler or a finalizer (`__del__`) that runs amid the step is not the step's:
+what it reads and changes (a stop flag) is left alone, as are the functions it calls.
+
 Not seen: a local alias (`cfg = self.cfg; cfg.scale`), a loop variable or a subscript
 (`blocks[0].scale`), a closure's own variables, `getattr()`, `type(self).SCALE`, an object
 with `__slots__`, and code installed as a package; a chain in a branch the step did not
@@ -59,6 +62,7 @@ import dis
 import enum
 import functools
 import os
+import signal
 import site
 import sys
 import sysconfig
@@ -149,6 +153,10 @@ class PythonReads:
         self._user_code: dict = {}  # code object -> whether it is the user's
         self._folders = _library_folders()
         self._previous = None
+        # code that runs amid the step but is not the step's: what it reads and changes
+        # (a signal handler setting a stop flag) is not the step's either
+        self._asides = _signal_handler_code()
+        self._interrupted = False
 
     def __enter__(self) -> PythonReads:
         self._previous = previous = sys.gettrace()
@@ -191,8 +199,13 @@ class PythonReads:
             user = (not name.startswith(self._folders) and not name.startswith("<frozen")
                     and code.co_name != "<module>")
             self._user_code[code] = user
-        if not user:
+            if user and code.co_name == "__del__":
+                self._asides.add(code)
+        if not user or self._interrupted:
             return None
+        if code in self._asides:  # a signal handler or a finalizer, run amid the step
+            self._interrupted = True
+            return self._resumed
         recorder = ACTIVE.recorder
         if recorder.depth and recorder.unit_arrays is None:
             return None  # code a replay runs again, storing nothing for a backward
@@ -208,6 +221,13 @@ class PythonReads:
             return returned
 
         return returned
+
+    def _resumed(self, _frame, event, _arg):
+        """The local trace function of a signal handler or finalizer: the step's reads
+        are watched again once it returns."""
+        if event == "return":
+            self._interrupted = False
+        return self._resumed
 
     def _record(self, frame, code, live: bool) -> list:
         """The reads of the function `frame` just entered, as they are now."""
@@ -255,6 +275,17 @@ class PythonReads:
         read = Read(holder, tuple(links), prefix + ".".join(names[:index + 1]), live)
         self.reads.append(read)
         return read
+
+
+def _signal_handler_code() -> set:
+    """The code of the Python signal handlers set now."""
+    code = set()
+    for number in signal.valid_signals():
+        handler = signal.getsignal(number)
+        handler = getattr(handler, "__func__", handler)
+        if hasattr(handler, "__code__"):
+            code.add(handler.__code__)
+    return code
 
 
 def chains_of(code) -> list[tuple]:
