@@ -41,7 +41,7 @@ KERNEL_MUTANTS = [
             KERNELS + "test_cross_entropy_matches_reference")),
     Mutant("cross_entropy_backward_kernel_smooths_ignored_rows",
            "minigrad/kernels/cpu/cross_entropy.py",
-           "smooth = spread if valid[r] else logp.dtype.type(0)", "smooth = spread",
+           "smooth = spread if valid else logp.dtype.type(0)", "smooth = spread",
            (KERNELS + "test_cross_entropy_all_ignored_gives_zero_loss_and_gradient",
             KERNELS + "test_cross_entropy_backward_matches_reference")),
     Mutant("cross_entropy_kernel_smoothing_without_the_class_weights",

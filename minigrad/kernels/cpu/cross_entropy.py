@@ -41,6 +41,18 @@ def _row_loss(logp, r, valid, target, target_weight, class_weight, keep, spread)
     return loss
 
 
+@kernel(fastmath=_FASTMATH)
+def _backward_row(logp, valid, target, target_weight, class_weight, keep, spread,
+                  class_weight_sum, scale, dx):
+    smooth = spread if valid else logp.dtype.type(0)
+    picked = keep * target_weight
+    row_total = smooth * class_weight_sum + picked
+    for j in range(logp.size):
+        dx[j] = (fast_exp(logp[j]) * row_total - smooth * class_weight[j]) * scale
+    dx[target] = (fast_exp(logp[target]) * row_total
+                  - (smooth * class_weight[target] + picked)) * scale
+
+
 @kernel
 def cross_entropy(x, valid, target, target_weight, class_weight, keep, spread, losses, logp):
     """losses[r] and logp[r] for every row r: softmax.py's log-softmax passes over a chunk
@@ -56,18 +68,11 @@ def cross_entropy(x, valid, target, target_weight, class_weight, keep, spread, l
                                   class_weight, keep, spread)
 
 
-@kernel(fastmath=_FASTMATH)
+@kernel
 def cross_entropy_backward(logp, valid, target, target_weight, class_weight, keep, spread,
                            scale, dx):
-    """dx[r] for every row r, the rows indexed in place (a row view per row cost more than
-    a short row's arithmetic, as in softmax.py)."""
+    """dx[r] for every row r."""
     class_weight_sum = class_weight.sum()
     for r in range(logp.shape[0]):
-        smooth = spread if valid[r] else logp.dtype.type(0)
-        picked = keep * target_weight[r]
-        row_total = smooth * class_weight_sum + picked
-        for j in range(logp.shape[1]):
-            dx[r, j] = (fast_exp(logp[r, j]) * row_total - smooth * class_weight[j]) * scale[r]
-        t = target[r]
-        dx[r, t] = (fast_exp(logp[r, t]) * row_total
-                    - (smooth * class_weight[t] + picked)) * scale[r]
+        _backward_row(logp[r], valid[r], target[r], target_weight[r], class_weight, keep,
+                      spread, class_weight_sum, scale[r], dx[r])
