@@ -456,6 +456,17 @@ def _slicing_program(x, weights):
             + (x[1:3, :, 2:5] * 3.0).sum() + x[..., 10:].sum())
 
 
+def _input_grads(functions, values, weights) -> list:
+    """The gradient of x (a tensor of `values`) through each scalar function(x,
+    weights), as arrays."""
+    grads = []
+    for function in functions:
+        x = mg.tensor(values, requires_grad=True)
+        function(x, weights).backward()
+        grads.append(x.grad.numpy())
+    return grads
+
+
 def test_the_adjoints_of_slicing_are_fused_as_shifted_reads_bit_for_bit():
     rng = np.random.default_rng(5)
     # -0.0 among the weights: q's gradient holds -0.0, which the padding's 0.0 and the
@@ -466,12 +477,7 @@ def test_the_adjoints_of_slicing_are_fused_as_shifted_reads_bit_for_bit():
     compiled = mg.compile(_slicing_program, fullgraph=True)
     for _ in range(STEPS):
         values = rng.standard_normal((3, 4, 12)).astype(np.float32)
-        grads = []
-        for function in (compiled, _slicing_program):
-            x = mg.tensor(values, requires_grad=True)
-            function(x, weights).backward()
-            grads.append(x.grad.numpy())
-        assert_same_bits(*grads)
+        assert_same_bits(*_input_grads((compiled, _slicing_program), values, weights))
     pads = [node for group in _groups(compiled) for node in group.replaced
             if _name(node) == "IndexAdd.forward"]
     assert len(pads) == 7  # three split pieces, two chunks, two boxes
@@ -494,11 +500,7 @@ def test_a_split_of_negative_zero_gradients_pads_them_with_positive_zeros():
     compiled = mg.compile(split_program, fullgraph=True)
     values = np.random.default_rng(6).standard_normal((3, 2, 12)).astype(np.float32)
     for _ in range(STEPS):
-        grads = []
-        for function in (compiled, split_program):
-            x = mg.tensor(values, requires_grad=True)
-            function(x, weights).backward()
-            grads.append(x.grad.numpy())
+        grads = _input_grads((compiled, split_program), values, weights)
         assert_same_bits(*grads)
         assert not np.signbit(grads[0][..., :4]).any()
     assert any(_name(node) == "IndexAdd.forward" for group in _groups(compiled)

@@ -62,26 +62,24 @@ def kernel_source(nodes: list[Node], inputs: list[int], outputs: list[int],
         lines.append(f"{indent}for i{d} in range(n{d}):")
         indent += "    "
     last = rank - 1
-    segments = _segments(nodes, shape)
-    for segment in segments:
+    for segment in _segments(nodes, shape):
         if rank:
             # the stop held to the array's size: the capture runs the kernel on small
             # stand-ins (array_info.py), which a segment past them must not touch
-            bounds = (f"{segment[0]}, min({segment[1]}, n{last})" if len(segments) > 1
-                      else f"n{last}")
+            bounds = (f"n{last}" if segment is None
+                      else f"{segment[0]}, min({segment[1]}, n{last})")
             lines.append(f"{indent}for i{last} in range({bounds}):")
-        body = _body(nodes, inputs, outputs, constants, arrays, shape,
-                     segment if len(segments) > 1 else None)
+        body = _body(nodes, inputs, outputs, constants, arrays, shape, segment)
         lines += [indent + ("    " if rank else "") + line for line in body]
     return HEADER + "\n".join(lines) + "\n"
 
 
-def _segments(nodes: list[Node], shape: tuple) -> list[tuple]:
+def _segments(nodes: list[Node], shape: tuple) -> list:
     """The ranges of the last dimension between the starts and stops of the pads' boxes
-    on it (the whole dimension where no box cuts it): within each, every pad is either
-    inside its box or outside on that dimension, so the loop over it tests nothing there
-    and LLVM vectorises it (the adjoint of a q/k/v split: three loops, each reading one
-    gradient, 2.5x faster than one loop that tests)."""
+    on it ([None], the whole dimension, where no box cuts it): within each, every pad is
+    either inside its box or outside on that dimension, so the loop over it tests nothing
+    there and LLVM vectorises it (the adjoint of a q/k/v split: three loops, each reading
+    one gradient, 2.5x faster than one loop that tests)."""
     if not shape:
         return [None]
     size = shape[-1]
@@ -90,7 +88,7 @@ def _segments(nodes: list[Node], shape: tuple) -> list[tuple]:
         if node.op == "pad":
             cuts.update(node.box[-1])
     cuts = sorted(c for c in cuts if 0 <= c <= size)
-    return list(zip(cuts, cuts[1:])) or [(0, size)]
+    return list(zip(cuts, cuts[1:])) if len(cuts) > 2 else [None]
 
 
 def _body(nodes: list[Node], inputs: list[int], outputs: list[int], constants: dict,

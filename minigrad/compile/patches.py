@@ -129,8 +129,6 @@ class Patches:
         self._set(nn_utils, "clip_grad_norm_", clip)
 
 
-
-
 @functools.lru_cache(maxsize=4)
 def _device_functions(cupy) -> dict:
     return device_functions(cupy)
