@@ -30,8 +30,8 @@ import weakref
 
 import numpy as np
 
-from minigrad.compile.schedule import slots_in, step_outputs, step_reads
-from minigrad.compile.steps import Fused, Opaque, SetGrad, Unit
+from minigrad.compile.schedule import handed_to_python, slots_in, step_outputs, step_reads
+from minigrad.compile.steps import Fused, Unit
 from minigrad.kernels.dispatch import ALIGNMENT, aligned_empty
 from minigrad.kernels.matmul import matmul_twin
 from minigrad.ops.linear import Addmm as Linear
@@ -102,7 +102,7 @@ def plan_layout(steps: list, arrays: dict, slot_roots: dict, protected: set) -> 
     slot's ArrayInfo; `slot_roots`: slot -> number of the memory it views; `protected`:
     the slots read after the plan (its outputs, what a backward keeps)."""
     first, last = _lifetimes(steps, slot_roots)
-    escaped = {slot_roots.get(s) for s in protected} | _handed_to_python(steps, slot_roots)
+    escaped = {slot_roots.get(s) for s in protected} | handed_to_python(steps, slot_roots)
     layout = Layout()
     live: list[tuple[int, int, int]] = []  # (offset, size, index of the last use)
     for index, step in enumerate(steps):
@@ -140,18 +140,6 @@ def _lifetimes(steps: list, slot_roots: dict) -> tuple[dict, dict]:
             first.setdefault(root, index)
             last[root] = index
     return first, last
-
-
-def _handed_to_python(steps: list, slot_roots: dict) -> set:
-    """The memory numbers Python code may keep a reference to: what opaque calls read
-    and what a `.grad =` stores."""
-    roots = set()
-    for step in steps:
-        if isinstance(step, (Opaque, SetGrad)):
-            roots.update(slot_roots.get(s) for s in step_reads(step))
-            if isinstance(step, Opaque):
-                roots.update(slot_roots.get(s) for s in slots_in(step.out))
-    return roots
 
 
 def _results_into(step, arrays: dict) -> list[int]:

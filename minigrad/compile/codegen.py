@@ -18,6 +18,7 @@ A step becomes:
     if value != 3: _guard_failed(...)            checked again at each replay
     Optimizer_step(c4)                           an opaque call (Python, [python])
     tensor2.grad = _wrap(s26)                    a `.grad = ...`
+    s5 = folded                                  a folded step (folding.py): its array
 
 and on the CPU, where a result has a buffer kept between replays (buffers.py):
 
@@ -45,6 +46,7 @@ from minigrad.compile.schedule import (
 )
 from minigrad.compile.steps import (
     Call,
+    Folded,
     Fused,
     Guard,
     GuardFailed,
@@ -143,6 +145,8 @@ class ReplayFunction:
             return self._unit(step)
         if isinstance(step, Guard):
             return self._guard(step)
+        if isinstance(step, Folded):
+            return [f"s{step.out} = {self._name(step.value, 'folded')}"]
         if isinstance(step, Opaque):
             call = self._invocation(self._name(step.fn, step.label), step.args, step.kwargs)
             if isinstance(step.out, TensorRef):

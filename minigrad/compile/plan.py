@@ -3,7 +3,8 @@
 The recorded steps, in the order schedule.py gives them (guards before lasting effects),
 become the lines of one generated Python function of the slot list (codegen.py); the
 replay (replay.py) binds the external slots from their tensors and calls it. Runs of
-elementwise steps become one generated kernel each (fusion.py). Slots no later step reads
+elementwise steps become one generated kernel each (fusion.py); steps whose results are
+the same at every replay run once, here (folding.py). Slots no later step reads
 are dropped as soon as they are last used, as eager frees them; on the CPU, the results
 of fused kernels and matrix products that no one reads after the plan are written into
 memory kept from one replay to the next instead (buffers.py).
@@ -19,11 +20,13 @@ import numpy as np
 
 from minigrad.compile.buffers import Blocks, plan_layout
 from minigrad.compile.codegen import ReplayFunction
+from minigrad.compile.folding import fold_constants
 from minigrad.compile.fusion import fuse, fusion_enabled
 from minigrad.compile.schedule import hoist_guards, last_uses, slots_in
 from minigrad.compile.steps import (
     Call,
     External,
+    Folded,
     Fused,
     Guard,
     Opaque,
@@ -57,6 +60,7 @@ class Plan:
         if fusion_enabled():
             self.steps = fuse(self.steps, arrays, slot_roots, protected, first_group,
                               self.fusion_failures)
+        self.steps = fold_constants(self.steps, arrays, slot_roots, protected)
         self.externals = externals
         self.slot_count = slot_count
         self.output = output
@@ -174,6 +178,8 @@ def _describe(step) -> str:
         return f"check {step.label} of s{step.slot} == {step.value!r}"
     if isinstance(step, Opaque):
         return f"{_show(step.out) + ' = ' if step.out else ''}{step.label}(...)   [python]"
+    if isinstance(step, Folded):
+        return f"{_describe(step.replaced)}   [folded: made once, at build]"
     value = "None" if step.value is None else f"s{step.value.slot}"
     return f"{type(step.leaf).__name__}{tuple(step.leaf.shape)}.grad = {value}   [python]"
 

@@ -12,7 +12,17 @@ drops them there, as eager frees intermediates.
 """
 from __future__ import annotations
 
-from minigrad.compile.steps import Call, GraphBreak, Guard, Opaque, Ref, SetGrad, TensorRef, Unit
+from minigrad.compile.steps import (
+    Call,
+    Folded,
+    GraphBreak,
+    Guard,
+    Opaque,
+    Ref,
+    SetGrad,
+    TensorRef,
+    Unit,
+)
 
 
 def step_reads(step) -> tuple:
@@ -32,6 +42,8 @@ def step_outputs(step) -> list:
         return [step.out, *step.saved, *step.attributes]
     if isinstance(step, Opaque) and step.out is not None:
         return [step.out.slot]
+    if isinstance(step, Folded):
+        return [step.out]
     return []
 
 
@@ -60,6 +72,18 @@ def tensor_slots_in(template):
 def has_ref(template) -> bool:
     """Whether a template refers to any slot."""
     return next(slots_in(template), None) is not None
+
+
+def handed_to_python(steps: list, slot_roots: dict) -> set:
+    """The memory numbers (slot_roots' values) Python code may keep a reference to: what
+    opaque calls read and return, and what a `.grad =` stores."""
+    roots = set()
+    for step in steps:
+        if isinstance(step, (Opaque, SetGrad)):
+            roots.update(slot_roots.get(s) for s in step_reads(step))
+            if isinstance(step, Opaque):
+                roots.update(slot_roots.get(s) for s in slots_in(step.out))
+    return roots
 
 
 def last_uses(steps: list, output, keep) -> list:

@@ -89,6 +89,18 @@ class Unit:
 
 
 @dataclass
+class Folded:
+    """A step whose result is the same at every replay, computed once when the plan was
+    built (folding.py): the replay only names `value`, the array kept."""
+
+    out: int
+    value: object
+    replaced: object  # the recorded step it stands for
+    effect = None
+    reads = ()
+
+
+@dataclass
 class Guard:
     slot: int
     convert: object

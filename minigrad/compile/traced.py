@@ -32,6 +32,9 @@ RECORDED_METHODS = (
 )
 # the methods among them that write into the array they are called on
 WRITING_METHODS = frozenset(("__setitem__", "fill", "put", "sort", "partition"))
+# NumPy's (and CuPy's) functions that write into their first argument
+WRITING_FUNCTIONS = frozenset(("copyto", "put_along_axis", "put", "place", "putmask",
+                               "fill_diagonal"))
 RECORDED_PROPERTIES = ("T", "mT", "real", "imag")
 # reads of an array's values into Python: checked again at replay
 VALUE_READS = {"__bool__": bool, "__int__": int, "__float__": float, "__index__": operator.index,
@@ -88,15 +91,16 @@ class TracedArray(np.ndarray):
         recorder = active_recorder()
         if recorder is None:
             return call(*plain_structure(inputs), **plain_structure(kwargs))
-        return recorder.call(call, inputs, kwargs, writes=kwargs.get("out", ()))
+        written = inputs[:1] if method == "at" else kwargs.get("out", ())  # np.add.at(x, ...)
+        return recorder.call(call, inputs, kwargs, writes=written)
 
     def __array_function__(self, func, types, args, kwargs):
         recorder = active_recorder()
         if recorder is None:
             return func(*plain_structure(args), **plain_structure(kwargs))
         written = kwargs.get("out", ())
-        if func is np.copyto or func is np.put_along_axis:
-            written = (args[0],)
+        if func.__name__ in WRITING_FUNCTIONS and getattr(np, func.__name__) is func:
+            written = args[:1]
         return recorder.call(func, args, kwargs, writes=written)
 
     def __iter__(self):

@@ -27,6 +27,7 @@ import numpy as np
 from minigrad.backend.device import cupy_or_none
 from minigrad.compile.traced import (
     TRACED_TYPES,
+    WRITING_FUNCTIONS,
     TracedArray,
     active_recorder,
     plain_structure,
@@ -172,7 +173,7 @@ def device_functions(cupy) -> dict:
             continue
         value = getattr(cupy, name, None)
         if callable(value) and not isinstance(value, (type, types.ModuleType)):
-            wrappers[name] = RecordedFunction(value)
+            wrappers[name] = RecordedFunction(value, writes_first=name in WRITING_FUNCTIONS)
     return wrappers
 
 

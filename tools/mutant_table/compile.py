@@ -12,6 +12,7 @@ OUTPUTS = "tests/test_compile_outputs.py::"
 API = "tests/test_compile_api.py::"
 GUARDS = "tests/test_compile_guards.py::"
 BREAKS = "tests/test_compile_breaks.py::"
+FOLDING = "tests/test_compile_folding.py::"
 
 COMPILE_MUTANTS = [
     Mutant("fused_fourth_power_in_another_order", "minigrad/compile/kernel_source.py",
@@ -189,4 +190,21 @@ COMPILE_MUTANTS = [
            "recorder.bind_module(module)  # its parameters may be read without a call",
            "pass",
            (GUARDS + "test_the_attributes_of_an_argument_object_are_checked",)),
+    Mutant("ufunc_at_not_a_write", "minigrad/compile/traced.py",
+           'written = inputs[:1] if method == "at" else kwargs.get("out", ())',
+           'written = kwargs.get("out", ())',
+           (FOLDING + "test_zeros_that_a_later_step_adds_into_are_made_afresh_at_each_replay",)),
+    Mutant("folded_arrays_handed_to_python", "minigrad/compile/folding.py",
+           "shared = handed_to_python(steps, slot_roots) | {",
+           "shared = set() | {",
+           (FOLDING + "test_a_gradient_handed_to_the_user_is_not_shared_between_calls",)),
+    Mutant("folded_arrays_returned", "minigrad/compile/folding.py",
+           "| {slot_roots.get(s) for s in protected}", "",
+           (FOLDING + "test_an_array_the_step_returns_is_new_at_each_call",)),
+    Mutant("folded_arrays_written_in_place", "minigrad/compile/folding.py",
+           "shared.update(slot_roots.get(s) for s in step.writes)", "pass",
+           (FOLDING + "test_an_array_written_in_place_inside_the_step_is_made_afresh",)),
+    Mutant("folded_arrays_read_by_a_users_function", "minigrad/compile/folding.py",
+           "elif isinstance(step, Unit) and not _minigrad_op(step):", "elif False:",
+           (FOLDING + "test_an_array_an_autograd_function_of_the_users_reads_is_made_afresh",)),
 ]
