@@ -79,8 +79,8 @@ def test_a_step_that_returns_nothing_is_replayed():
         step = mg.compile(step) if compile_step else step
         assert [step() for _ in range(3)] == [None] * 3
         runs.append([p.numpy().copy() for p in model.parameters()])
-        if compile_step:  # the first step made the momentum buffers the later ones read
-            assert len(step.plans()) == 2
+        if compile_step:  # zero_grad reads no .grad, and the optimizer is live Python:
+            assert len(step.plans()) == 1  # the first step's plan fits the later ones
     for eager, compiled in zip(*runs, strict=True):
         assert_bits_equal(compiled, eager)
 

@@ -6,6 +6,7 @@ eager step runs when one differs."""
 from __future__ import annotations
 
 import inspect
+import random
 import types
 import warnings
 
@@ -167,6 +168,22 @@ def test_a_step_that_changes_a_global_it_reads_runs_eagerly_and_counts_once_per_
         compiled(mg.ones(2))
     compiled(mg.ones(2))
     assert CALLS == 2  # the capture's run was undone
+
+
+@pytest.mark.parametrize("draw, source", [
+    (lambda: random.random(), "Python's random module"),
+    (lambda: np.random.randint(1, 100), "NumPy's global random state"),
+], ids=["random.random", "np.random.randint"])
+def test_a_step_drawing_from_a_random_state_outside_minigrad_runs_eagerly(draw, source):
+    x = mg.ones(3)
+    compiled = mg.compile(lambda x: x * draw())
+    random.seed(5)
+    np.random.seed(5)
+    with pytest.warns(RuntimeWarning, match=f"the step draws from {source}"):
+        got = [compiled(x).tolist() for _ in range(3)]
+    random.seed(5)
+    np.random.seed(5)
+    assert got == [(x * draw()).tolist() for _ in range(3)]  # each call draws, once
 
 
 SETTINGS = types.SimpleNamespace(precise=True)  # a setting a step changes for a while

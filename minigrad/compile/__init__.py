@@ -13,6 +13,7 @@
     elementwise.py  which steps fuse, and what each computes
     kernel_source.py  a fused group's Numba kernel, as Python source
     kernel_cache.py   generated kernels compiled once, cached on disk
+    folding.py   steps whose results are the same at every replay, run once
     guards.py    when a plan fits a call
     capture.py   one capture, from the eager run to an Entry
     snapshot.py  what the eager run left in an array, kept to check the first replay

@@ -115,9 +115,14 @@ def _capture(fn, args, kwargs, tensors):
             expected = Expected(recorder, output, backward)
         versions = recorder.rollback.version_changes()
         changed = recorder.rollback.changed_modules()
+        foreign_draws = recorder.rollback.foreign_draws()
         recorder.rollback.restore()
         reads.drop_settled()
         changed_read = _put_back_reads(recorder)
+    if reason is None and foreign_draws is not None:
+        reason = (f"the step draws from {foreign_draws}: a plan would keep the numbers "
+                  "drawn once (draw with minigrad, mg.rand or an mg.Generator, or pass "
+                  "the number as an argument)")
     if reason is None and changed:
         return Broken(f"the step changes {', '.join(changed)} (only tensor work is "
                       "replayed; keep Python state changes outside the compiled function)",

@@ -49,7 +49,8 @@ is read from each call, not guarded.
 A signal handler or a finalizer (`__del__`) that runs amid the step is not the step's:
 what it reads and changes (a stop flag) is left alone, as are the functions it calls.
 
-Not seen: a local alias (`cfg = self.cfg; cfg.scale`), a loop variable or a subscript
+A local set once from a chain stands for it (`cfg = self.cfg; cfg.scale`). Not seen: a
+local set in two places or where branches meet, a loop variable or a subscript
 (`blocks[0].scale`), a closure's own variables, `getattr()`, `type(self).SCALE`, an object
 with `__slots__`, and code installed as a package; a chain in a branch the step did not
 take is guarded all the same. Under another tracer (a debugger, coverage) no change is
@@ -68,6 +69,7 @@ import sys
 import sysconfig
 import types
 import weakref
+from collections import Counter
 
 import numpy as np
 
@@ -291,19 +293,29 @@ def _signal_handler_code() -> set:
 def chains_of(code) -> list[tuple]:
     """(kind, root name, attribute names) for each chain of loads in `code`'s bytecode:
     kind "global" for LOAD_GLOBAL, "local" for an argument or a local; a method loaded
-    for a call (`F.relu(x)`) ends its chain; `x.n += 1` (COPY, then LOAD_ATTR) is one."""
+    for a call (`F.relu(x)`) ends its chain; `x.n += 1` (COPY, then LOAD_ATTR) is one.
+    A local the code sets once, from a chain (`cfg = self.cfg`), stands for that chain
+    where it is loaded (`cfg.scale` is `self.cfg.scale`)."""
     chains = _CHAINS.get(code)
     if chains is None:
+        instructions = list(dis.get_instructions(code))
+        stores = Counter(i.argval for i in instructions if i.opname == "STORE_FAST")
+        aliases: dict[str, tuple] = {}  # a local set once from a chain -> the chain
         chains = []
         current = None
-        for instruction in dis.get_instructions(code):
+        for instruction in instructions:
             name = instruction.opname
             if name in _ROOTS:
                 if current is not None:
                     chains.append(current)
                 kind = "global" if name in ("LOAD_GLOBAL", "LOAD_NAME") else "local"
                 current = (kind, instruction.argval, ())
+                if name != "LOAD_DEREF":
+                    current = aliases.get(instruction.argval, current)
                 continue
+            if (name == "STORE_FAST" and current is not None and not instruction.is_jump_target
+                    and stores[instruction.argval] == 1):  # (not where two branches meet)
+                aliases[instruction.argval] = current
             if current is not None and name == "COPY" and instruction.arg == 1:
                 continue
             if name in ("LOAD_ATTR", "LOAD_METHOD") and current is not None:

@@ -199,11 +199,10 @@ class Recorder(Slots):
         if id(tensor) in self.created:
             return
         if id(tensor) not in self.grad_start:
-            self.depth += 1
-            try:
-                self.rollback.grad(tensor, tensor.__dict__.get("grad"))
-            finally:
-                self.depth -= 1
+            # its first touch replaces the gradient, which the step therefore never reads
+            # (`zero_grad`): put back as None, so that it is freed here, as eagerly; the
+            # replay, or an eager run after a failed capture, replaces it first too
+            self.rollback.grad(tensor, None)
             self.grad_start[id(tensor)] = (tensor, None)
         ref = None
         if value is not None:

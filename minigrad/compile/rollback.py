@@ -4,11 +4,15 @@ starts from the same state (and a step that cannot be captured runs eagerly once
 The capture runs the step for real: parameters and buffers are updated in place,
 gradients accumulated or replaced, optimizer and scheduler state advanced, random
 numbers drawn. Each is remembered before its first change and put back by `restore`:
-arrays in place (their identity is part of the plan), Python attributes by value.
+arrays in place (their identity is part of the plan), Python attributes by value. The
+states of Python's `random` and NumPy's global generator are put back too; a step that
+draws from them is not captured (`foreign_draws`): its numbers are Python values that a
+plan would keep, where each eager call draws new ones.
 """
 from __future__ import annotations
 
 import copy
+import random as python_random
 
 import numpy as np
 
@@ -33,6 +37,10 @@ class Rollback:
         self._replayed: set[tuple] = set()  # (id of a module, attribute) set by a replay
         self._generators: dict[int, tuple] = {}  # id -> (generator, state)
         self._rng = random.get_rng_state()
+        # the random states that are not minigrad's: what the step draws from them, a
+        # replay would not draw again (foreign_draws)
+        self._python_rng = python_random.getstate()
+        self._numpy_rng = np.random.get_state()
 
     def array(self, array) -> None:
         if not getattr(array.flags, "writeable", True):
@@ -113,6 +121,17 @@ class Rollback:
                       for group in target.param_groups]
             self._objects[id(target)] = (target, (state, groups))
 
+    def foreign_draws(self) -> str | None:
+        """Which random state outside minigrad the run drew from, if one: Python's
+        `random` module or NumPy's global generator (np.random.rand, np.random.randint)."""
+        if python_random.getstate() != self._python_rng:
+            return "Python's random module (random.random, random.randint, ...)"
+        numpy_rng = np.random.get_state()
+        if (numpy_rng[2:] != self._numpy_rng[2:]
+                or not np.array_equal(numpy_rng[1], self._numpy_rng[1])):
+            return "NumPy's global random state (np.random.rand, np.random.randint, ...)"
+        return None
+
     def restore(self) -> None:
         for array, saved in self._arrays.values():
             array[...] = saved
@@ -130,6 +149,8 @@ class Rollback:
         for generator, state in self._generators.values():
             generator.set_state(state)
         random.set_rng_state(self._rng)
+        python_random.setstate(self._python_rng)
+        np.random.set_state(self._numpy_rng)
 
 
 def memory_key(array) -> tuple:

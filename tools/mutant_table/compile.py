@@ -81,7 +81,7 @@ COMPILE_MUTANTS = [
            "escaped = {slot_roots.get(s) for s in protected} | ",
            "escaped = set() | ",
            (BUFFERS + "test_results_read_after_the_call_are_never_in_the_block",)),
-    Mutant("gradients_written_into_the_block", "minigrad/compile/buffers.py",
+    Mutant("gradients_written_into_the_block", "minigrad/compile/schedule.py",
            "if isinstance(step, (Opaque, SetGrad)):", "if isinstance(step, Opaque):",
            (BUFFERS + "test_gradients_set_by_a_compiled_step_outlive_the_next_step",)),
     Mutant("buffer_reused_by_its_last_readers_result", "minigrad/compile/buffers.py",
@@ -207,4 +207,30 @@ COMPILE_MUTANTS = [
     Mutant("folded_arrays_read_by_a_users_function", "minigrad/compile/folding.py",
            "elif isinstance(step, Unit) and not _minigrad_op(step):", "elif False:",
            (FOLDING + "test_an_array_an_autograd_function_of_the_users_reads_is_made_afresh",)),
+    Mutant("foreign_random_draws_baked_into_the_plan", "minigrad/compile/capture.py",
+           "if reason is None and foreign_draws is not None:", "if False:",
+           (BREAKS + "test_a_step_drawing_from_a_random_state_outside_minigrad_runs_eagerly"
+                     "[random.random]",)),
+    Mutant("python_random_drawn_twice_by_a_refused_capture", "minigrad/compile/rollback.py",
+           "        python_random.setstate(self._python_rng)\n", "",
+           (BREAKS + "test_a_step_drawing_from_a_random_state_outside_minigrad_runs_eagerly"
+                     "[random.random]",)),
+    Mutant("local_alias_not_followed", "minigrad/compile/python_reads.py",
+           "                aliases[instruction.argval] = current\n",
+           "                pass\n",
+           (GUARDS + "test_a_chain_read_through_a_local_alias_chooses_the_plan",)),
+    Mutant("alias_taken_where_branches_meet", "minigrad/compile/python_reads.py",
+           "not instruction.is_jump_target\n", "True\n",
+           (GUARDS + "test_a_local_set_in_either_branch_is_not_taken_for_one_chain",)),
+    Mutant("zero_grad_reads_each_gradient", "minigrad/nn/utils/clip_grad.py",
+           "        if set_to_none:\n            param.grad = None",
+           "        if param.grad is None:\n            continue\n"
+           "        if set_to_none:\n            param.grad = None",
+           ("tests/test_compile_snapshot.py::test_a_capture_keeps_one_copy_of_each_array_the_"
+            "step_changes",)),
+    Mutant("gradient_replaced_unread_kept_by_the_rollback", "minigrad/compile/recorder.py",
+           "self.rollback.grad(tensor, None)",
+           'self.rollback.grad(tensor, tensor.__dict__.get("grad"))',
+           ("tests/test_compile_snapshot.py::test_a_capture_keeps_one_copy_of_each_array_the_"
+            "step_changes",)),
 ]

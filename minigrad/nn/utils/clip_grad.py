@@ -54,9 +54,7 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
 def zero_grads(parameters: Iterable[Tensor], set_to_none: bool = True) -> None:
     """Forget the gradients (`.grad = None`, the default) or set them to zeros."""
     for param in parameters:
-        if param.grad is None:
-            continue
         if set_to_none:
-            param.grad = None
-        else:
+            param.grad = None  # without reading it first: a compiled step then frees it here
+        elif param.grad is not None:
             param.grad = constant(param.xp.zeros_like(param.grad.array))
