@@ -26,7 +26,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import minigrad as mg  # noqa: E402
 from benchmarks.bench_compile import GPT, QUICK_GPT, gpt_step, translate_step  # noqa: E402
 from benchmarks.timing import print_table  # noqa: E402
-from minigrad.compile.steps import Call, Fused, Guard, Opaque, Unit  # noqa: E402
+from minigrad.compile.steps import Call, Folded, Fused, Guard, Opaque, Unit  # noqa: E402
 
 _STEP_COMMENT = re.compile(r"^(\s+)# step (\d+)$")
 
@@ -51,6 +51,8 @@ def kind(step) -> str:
         return f"{step.cls.__name__}.forward"
     if isinstance(step, Guard):
         return "guards"
+    if isinstance(step, Folded):
+        return "folded (made once)"
     if isinstance(step, (Call, Opaque)):
         return step.label
     return "set .grad"

@@ -60,6 +60,14 @@ def test_bench_compile_runs_every_case():
     assert "allocator's defaults" in rows[4] and "the command's heap setting" in rows[5]
 
 
+def test_bench_capture_memory_measures_eager_and_both_captures():
+    out = run_module("benchmarks.bench_capture_memory", "--quick", "--layers", "1",
+                     "--steps", "2")
+    rows = table_rows(out)
+    assert [row.split("|")[1].strip() for row in rows[1:]] == [
+        "eager", "compiled from its first step", "compiled after an eager step"]
+
+
 def test_bench_graph_memory_runs():
     out = run_module("benchmarks.bench_graph_memory", "--steps", "50", "--batch", "8")
     assert any(row.startswith("| minigrad") for row in table_rows(out))
