@@ -19,34 +19,13 @@ import gc
 import tracemalloc
 
 import minigrad as mg
-import minigrad.nn.functional as F
-from benchmarks.bench_train import CONFIGS, make_batch
+from benchmarks.bench_train import CONFIGS, make_batch, minigrad_train_step
 from benchmarks.timing import print_table
-from models import Transformer
 
 
 def train_step(config):
     """A step of a freshly built model and Adam (forward, backward, update)."""
-    src_np, tgt_np = make_batch(config)
-    mg.manual_seed(0)
-    model = Transformer(config.vocab, config.vocab, d_model=config.d_model,
-                        nhead=config.nhead, num_encoder_layers=config.layers,
-                        num_decoder_layers=config.layers, dim_feedforward=config.ff,
-                        dropout=config.dropout)
-    optimizer = mg.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
-    src, tgt_in = mg.tensor(src_np), mg.tensor(tgt_np[:, :-1])
-    tgt_out = mg.tensor(tgt_np[:, 1:])
-
-    def step():
-        optimizer.zero_grad()
-        logits = model(src, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, config.vocab), tgt_out.reshape(-1),
-                               ignore_index=0, label_smoothing=0.1)
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    return step
+    return minigrad_train_step(config, make_batch(config), "cpu")
 
 
 def step_peaks(config, steps: int, mode: str) -> list[float]:

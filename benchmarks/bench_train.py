@@ -82,6 +82,27 @@ def minigrad_step_fn(config: Config, batch, device: str, wrap=None, compiled=Fal
     forward, backward, Adam) is one mg.compile plan, fullgraph, so that a step that would
     run eagerly fails the benchmark instead of timing eager work."""
     import minigrad as mg
+
+    train_step = minigrad_train_step(config, batch, device, wrap)
+    if not compiled:
+        return lambda: train_step().item()  # forces the device to finish, like a loop's log
+    run = mg.compile(train_step, fullgraph=True)
+
+    def step() -> float:
+        loss = run().item()
+        if not step.reported:  # after the capture: what fusion made of the step
+            step.reported = True
+            print(fusion_summary(run.plans()), file=sys.stderr, flush=True)
+        return loss
+
+    step.reported = False
+    return step
+
+
+def minigrad_train_step(config: Config, batch, device: str, wrap=None):
+    """The step itself, a function of no arguments returning the loss: zero_grad, the
+    forward and the loss, backward, Adam's update (of a model built from seed 0)."""
+    import minigrad as mg
     import minigrad.nn.functional as F
     from models import Transformer
 
@@ -107,19 +128,7 @@ def minigrad_step_fn(config: Config, batch, device: str, wrap=None, compiled=Fal
         optimizer.step()
         return loss
 
-    if not compiled:
-        return lambda: train_step().item()  # forces the device to finish, like a loop's log
-    run = mg.compile(train_step, fullgraph=True)
-
-    def step() -> float:
-        loss = run().item()
-        if not step.reported:  # after the capture: what fusion made of the step
-            step.reported = True
-            print(fusion_summary(run.plans()), file=sys.stderr, flush=True)
-        return loss
-
-    step.reported = False
-    return step
+    return train_step
 
 
 def fusion_summary(plans: list) -> str:
