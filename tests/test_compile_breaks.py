@@ -186,6 +186,21 @@ def test_a_step_drawing_from_a_random_state_outside_minigrad_runs_eagerly(draw, 
     assert got == [(x * draw()).tolist() for _ in range(3)]  # each call draws, once
 
 
+def test_a_step_that_prints_warns_that_it_prints_at_the_capture_only(capsys):
+    def step(x):
+        y = x * 2
+        print("step ran")  # Python: a replay runs none of it
+        return y
+
+    compiled = mg.compile(step)
+    line = _line_of(step, 'print("step ran")')
+    with pytest.warns(RuntimeWarning, match=rf"print\(\) at .*:{line} prints when the step is "
+                                            "captured, not at its replays"):
+        outputs = [compiled(mg.ones(2)).tolist() for _ in range(3)]
+    assert outputs == [[2.0, 2.0]] * 3
+    assert capsys.readouterr().out == "step ran\n"  # once: at the capture
+
+
 SETTINGS = types.SimpleNamespace(precise=True)  # a setting a step changes for a while
 LAZY = None  # a global a step sets up at its first call
 

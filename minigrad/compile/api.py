@@ -179,6 +179,10 @@ class CompiledFunction:
         except Exception as failure:  # noqa: BLE001  (eager ran; the plan cannot)
             difference = f"an error ({failure!r})"
         if difference is None:
+            for place in entry.prints:
+                self._say(f"print() at {place} prints when the step is captured, not at its "
+                          "replays, which run no Python (print outside the compiled "
+                          "function, or return what it prints)")
             return rebuilt(outputs, entry.result_shape)
         # the plan misses something the eager run did: never hand out its numbers
         self._plans[key].remove(entry)
@@ -197,10 +201,14 @@ class CompiledFunction:
                            f"captured whole: {reason}")
 
     def _warn(self, reason: str) -> None:
-        if reason not in self._warned:
-            self._warned.add(reason)
-            warnings.warn(f"mg.compile: {self.__name__} runs eagerly: {reason}",
-                          RuntimeWarning, stacklevel=4)
+        self._say(f"runs eagerly: {reason}", stacklevel=5)
+
+    def _say(self, text: str, stacklevel: int = 4) -> None:
+        """One warning per text, for each compiled function, at the user's call."""
+        if text not in self._warned:
+            self._warned.add(text)
+            warnings.warn(f"mg.compile: {self.__name__} {text}", RuntimeWarning,
+                          stacklevel=stacklevel)
 
 
 class OptimizedModule(Module):

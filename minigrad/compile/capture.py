@@ -139,6 +139,7 @@ def _capture(fn, args, kwargs, tensors):
         return Broken(stop.reason)
     entry.plan.version_changes = versions
     entry.result_shape = result_shape
+    entry.prints = reads.prints
     return entry, expected
 
 

@@ -46,6 +46,9 @@ again. Other code inside a recorded call (an optimizer's or a scheduler's step) 
 its values live at each replay and is not watched. A tensor of the call's own arguments
 is read from each call, not guarded.
 
+A function of the step that calls print() prints while the step is captured and not
+at a replay, which runs no Python: `prints` says where, for a warning (capture.py).
+
 A signal handler or a finalizer (`__del__`) that runs amid the step is not the step's:
 what it reads and changes (a stop flag) is left alone, as are the functions it calls.
 
@@ -149,6 +152,7 @@ class PythonReads:
 
     def __init__(self):
         self.reads: list[Read] = []
+        self.prints: list[str] = []  # where the step's code calls print(): "file:line"
         self.overflow = False
         self._links = 0
         self._seen: set = set()
@@ -232,7 +236,11 @@ class PythonReads:
         return self._resumed
 
     def _record(self, frame, code, live: bool) -> list:
-        """The reads of the function `frame` just entered, as they are now."""
+        """The reads of the function `frame` just entered, as they are now (and where it
+        calls print(), which a replay does not)."""
+        line = print_line_of(code)
+        if line is not None and not live and "print" not in frame.f_globals:
+            self.prints.append(f"{code.co_filename}:{line}")
         read = []
         arguments = None
         for kind, root, names in chains_of(code):
@@ -333,6 +341,18 @@ def chains_of(code) -> list[tuple]:
 
 
 _CHAINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # code -> its chains
+
+
+def print_line_of(code) -> int | None:
+    """The first line of `code` that loads the name print, or None."""
+    if code not in _PRINTS:
+        _PRINTS[code] = next((i.positions.lineno for i in dis.get_instructions(code)
+                              if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+                              and i.argval == "print"), None)
+    return _PRINTS[code]
+
+
+_PRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # code -> its print line
 
 
 def _loads_method(instruction) -> bool:

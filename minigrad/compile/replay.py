@@ -56,6 +56,7 @@ class Entry:
         self.checks = checks
         self.backwards = backwards  # one per output that needs gradients
         self.result_shape = None  # namedtuples and dataclasses in the result (results.py)
+        self.prints: list[str] = []  # where the step's code calls print() (python_reads.py)
 
     def share_blocks(self, blocks) -> None:
         """Let the plans take their buffers' memory from `blocks` (buffers.py), those of

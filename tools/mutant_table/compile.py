@@ -233,4 +233,8 @@ COMPILE_MUTANTS = [
            'self.rollback.grad(tensor, tensor.__dict__.get("grad"))',
            ("tests/test_compile_snapshot.py::test_a_capture_keeps_one_copy_of_each_array_the_"
             "step_changes",)),
+    Mutant("print_in_the_step_left_unsaid", "minigrad/compile/python_reads.py",
+           'if line is not None and not live and "print" not in frame.f_globals:',
+           "if False:",
+           (BREAKS + "test_a_step_that_prints_warns_that_it_prints_at_the_capture_only",)),
 ]
