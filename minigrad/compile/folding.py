@@ -45,7 +45,7 @@ def fold_constants(steps: list, arrays: dict, slot_roots: dict, protected: set) 
     folded = []
     for step in steps:
         value = None
-        if _foldable(step, values) and slot_roots.get(_out(step), shared) not in shared:
+        if _foldable(step, values) and slot_roots.get(_out(step), None) not in shared:
             value = _computed(step, values, arrays)
         if value is None:
             folded.append(step)
@@ -60,6 +60,7 @@ def _shared_memory(steps: list, slot_roots: dict, protected: set) -> set:
     """The memory numbers no folded array may be: memory a step writes into, that Python
     code may keep, that a user's Function reads, or that is read after the plan."""
     shared = handed_to_python(steps, slot_roots) | {slot_roots.get(s) for s in protected}
+    shared.add(None)  # (a slot of no known memory)
     for step in steps:
         if isinstance(step, Call):
             shared.update(slot_roots.get(s) for s in step.writes)
