@@ -201,6 +201,20 @@ def test_a_step_that_prints_warns_that_it_prints_at_the_capture_only(capsys):
     assert capsys.readouterr().out == "step ran\n"  # once: at the capture
 
 
+class _ReadsItsSum(nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()
+
+
+def test_a_warning_names_the_users_call_of_a_compiled_function_or_module():
+    for compiled in (mg.compile(lambda x: x * x.sum().item()), mg.compile(_ReadsItsSum())):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = inspect.currentframe().f_lineno + 1
+            compiled(mg.ones(2))
+        assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)]
+
+
 SETTINGS = types.SimpleNamespace(precise=True)  # a setting a step changes for a while
 LAZY = None  # a global a step sets up at its first call
 

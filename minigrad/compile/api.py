@@ -19,6 +19,7 @@ its fused groups and their kernels' source; MINIGRAD_COMPILE_FUSION=0 turns fusi
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 
@@ -201,14 +202,26 @@ class CompiledFunction:
                            f"captured whole: {reason}")
 
     def _warn(self, reason: str) -> None:
-        self._say(f"runs eagerly: {reason}", stacklevel=5)
+        self._say(f"runs eagerly: {reason}")
 
-    def _say(self, text: str, stacklevel: int = 4) -> None:
+    def _say(self, text: str) -> None:
         """One warning per text, for each compiled function, at the user's call."""
         if text not in self._warned:
             self._warned.add(text)
             warnings.warn(f"mg.compile: {self.__name__} {text}", RuntimeWarning,
-                          stacklevel=stacklevel)
+                          stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel at which a warning issued by its caller names the first frame
+    outside minigrad: the user's call of the compiled function or module."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 
 
 class OptimizedModule(Module):
