@@ -19,7 +19,6 @@ its fused groups and their kernels' source; MINIGRAD_COMPILE_FUSION=0 turns fusi
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import warnings
 
@@ -31,7 +30,7 @@ from minigrad.compile.cuda_graph import GRAPH_MODES, use_cuda_graphs
 from minigrad.compile.guards import argument_objects, call_facts
 from minigrad.compile.plan import prints_plans
 from minigrad.compile.results import rebuilt
-from minigrad.compile.steps import GuardFailed
+from minigrad.compile.steps import GuardFailed, user_stacklevel
 from minigrad.compile.traced import ACTIVE
 from minigrad.nn.modules.module import Module
 
@@ -209,19 +208,7 @@ class CompiledFunction:
         if text not in self._warned:
             self._warned.add(text)
             warnings.warn(f"mg.compile: {self.__name__} {text}", RuntimeWarning,
-                          stacklevel=_user_stacklevel())
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel at which a warning issued by its caller names the first frame
-    outside minigrad: the user's call of the compiled function or module."""
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-_PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+                          stacklevel=user_stacklevel())
 
 
 class OptimizedModule(Module):

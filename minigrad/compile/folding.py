@@ -29,11 +29,11 @@ import numpy as np
 from minigrad.compile.array_info import ArrayInfo
 from minigrad.compile.schedule import handed_to_python, step_reads
 from minigrad.compile.steps import Call, Folded, Ref, Unit
+from minigrad.compile.values import PLAIN
 
 # the functions whose result depends on their first argument's shape and dtype only
 SHAPE_ONLY = (np.ones_like, np.zeros_like, np.full_like)
-_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), type, slice, np.dtype,
-              np.generic)
+_IMMUTABLE = (*PLAIN, type, slice, np.dtype, np.generic)
 
 
 def fold_constants(steps: list, arrays: dict, slot_roots: dict, protected: set) -> list:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import sys
 import traceback
 from dataclasses import dataclass, field
 
@@ -140,6 +141,16 @@ class External:
     dtype: object
     strides: tuple
     argument: int | None = None  # the position of the tensor among the call's arguments
+
+
+def user_stacklevel() -> int:
+    """The stacklevel at which a warning that its caller issues names the first frame
+    outside minigrad: the user's call of a compiled function or module."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            _PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def user_line() -> str:
